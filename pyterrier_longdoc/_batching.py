@@ -1,0 +1,139 @@
+"""Length-sorted batches of (query, chunk) sequences, and the OOM back-off that runs them.
+
+All chunk sequences of a set of documents are sorted by length and cut into batches, so a
+batch pads only to the longest of similar lengths; results are scattered back by index.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from ._chunking import Chunking, SpecialLayout
+
+
+@dataclass
+class ChunkPlan:
+    """Every chunk of every (query, document) pair, flattened: chunk k belongs to pair ``doc[k]``."""
+
+    doc: np.ndarray       # pair index of each chunk
+    position: np.ndarray  # chunk index within its document
+    start: np.ndarray     # document token span of each chunk
+    end: np.ndarray
+    lengths: np.ndarray   # full sequence length, special tokens included
+    n_chunks: np.ndarray  # chunks per pair
+
+    @classmethod
+    def build(cls, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
+              chunking: Chunking, layout: SpecialLayout) -> "ChunkPlan":
+        doc, position, start, end, lengths = [], [], [], [], []
+        n_chunks = np.zeros(len(doc_ids), dtype=np.int64)
+        for i, (q, d) in enumerate(zip(query_ids, doc_ids)):
+            spans = chunking.spans(len(d), layout)
+            n_chunks[i] = len(spans)
+            for k, (s, e) in enumerate(spans):
+                doc.append(i)
+                position.append(k)
+                start.append(s)
+                end.append(e)
+                lengths.append(len(q) + e - s + layout.n_special)
+        as_array = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
+        return cls(as_array(doc), as_array(position), as_array(start), as_array(end), as_array(lengths), n_chunks)
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+
+@dataclass
+class ChunkBatch:
+    """One encoder batch. ``index`` says which chunks of the plan it holds."""
+
+    index: np.ndarray
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor
+    query_mask: torch.Tensor  # True on query tokens (special tokens excluded)
+    doc_mask: torch.Tensor    # True on document tokens (special tokens excluded)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def to(self, device) -> "ChunkBatch":
+        return ChunkBatch(self.index, *(t.to(device) for t in (self.input_ids, self.attention_mask,
+                                                                 self.token_type_ids, self.query_mask, self.doc_mask)))
+
+    def split(self) -> tuple["ChunkBatch", "ChunkBatch"]:
+        half = len(self) // 2
+        tensors = (self.input_ids, self.attention_mask, self.token_type_ids, self.query_mask, self.doc_mask)
+        first = ChunkBatch(self.index[:half], *(t[:half] for t in tensors))
+        second = ChunkBatch(self.index[half:], *(t[half:] for t in tensors))
+        return first.trim(), second.trim()
+
+    def trim(self) -> "ChunkBatch":
+        """Drop padding columns no sequence of this batch needs."""
+        width = int(self.attention_mask.sum(1).max())
+        return ChunkBatch(self.index, *(t[:, :width] for t in (self.input_ids, self.attention_mask,
+                                                               self.token_type_ids, self.query_mask, self.doc_mask)))
+
+
+def length_sorted_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
+                          layout: SpecialLayout, batch_size: int, pad_id: int) -> Iterator[ChunkBatch]:
+    """Batches of at most ``batch_size`` sequences, longest first (an OOM shows up at once)."""
+    order = np.argsort(-plan.lengths, kind="stable")
+    for b in range(0, len(order), batch_size):
+        index = order[b:b + batch_size]
+        yield build_batch(plan, index, query_ids, doc_ids, layout, pad_id)
+
+
+def build_batch(plan: ChunkPlan, index: np.ndarray, query_ids: Sequence[np.ndarray],
+                doc_ids: Sequence[np.ndarray], layout: SpecialLayout, pad_id: int) -> ChunkBatch:
+    width = int(plan.lengths[index].max())
+    n = len(index)
+    ids = np.full((n, width), pad_id, dtype=np.int64)
+    types = np.zeros((n, width), dtype=np.int64)
+    attention = np.zeros((n, width), dtype=bool)
+    query_mask = np.zeros((n, width), dtype=bool)
+    doc_mask = np.zeros((n, width), dtype=bool)
+    prefix, middle, suffix = (np.asarray(x, dtype=np.int64) for x in (layout.prefix, layout.middle, layout.suffix))
+    for row, k in enumerate(index):
+        q = query_ids[plan.doc[k]]
+        d = doc_ids[plan.doc[k]][plan.start[k]:plan.end[k]]
+        seq = np.concatenate([prefix, q, middle, d, suffix])
+        ids[row, :len(seq)] = seq
+        attention[row, :len(seq)] = True
+        query_end = len(prefix) + len(q) + len(middle)  # the query part, with its special tokens
+        types[row, :query_end] = layout.query_type
+        types[row, query_end:len(seq)] = layout.doc_type
+        query_mask[row, len(prefix):len(prefix) + len(q)] = True
+        doc_mask[row, query_end:query_end + len(d)] = True
+    return ChunkBatch(index, torch.from_numpy(ids), torch.from_numpy(attention).long(), torch.from_numpy(types),
+                      torch.from_numpy(query_mask), torch.from_numpy(doc_mask))
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    message = str(error)
+    return isinstance(error, RuntimeError) and ("CUDA out of memory" in message or "MPS backend out of memory" in message)
+
+
+def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:
+    """``run(batch)``; on an out-of-memory error, halve the batch and retry, down to one sequence.
+
+    Returns (chunk indices, output) pieces. Only out-of-memory errors are caught.
+    """
+    try:
+        return [(batch.index, run(batch))]
+    except Exception as error:  # noqa: BLE001 - re-raised below unless it is an OOM
+        if not is_out_of_memory(error):
+            raise
+        if len(batch) == 1:
+            raise RuntimeError(
+                f"out of memory encoding a single sequence of {int(batch.attention_mask.sum())} tokens; "
+                "use a smaller max_length/window, dtype='bf16', or a device with more memory") from error
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        first, second = batch.split()
+        return run_with_backoff(first, run) + run_with_backoff(second, run)

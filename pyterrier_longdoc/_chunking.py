@@ -1,0 +1,205 @@
+"""Tokenize once, crop, and cut documents into the chunks a model reads.
+
+A chunk sequence is ``[CLS] q [SEP] chunk [SEP]`` (or whatever pair layout the tokenizer
+uses), token type 0 for the query part and 1 for the document part. Texts are tokenized
+without special tokens; the layout is added when a batch is built, so a document tokenized
+once serves every query that retrieves it.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+CHUNK_SELECTIONS = ("first", "first_last_even")
+
+# Characters of text per token are at least 1 for WordPiece and SentencePiece, and bytes per
+# token at least 1 for byte-level BPE; a prefix of this many characters per wanted token (cut
+# at white space, so the cut never splits a word) is almost always long enough; when it is
+# not, the prefix doubles.
+_CHARS_PER_TOKEN = 8
+_WHITESPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True)
+class SpecialLayout:
+    """Where a tokenizer puts its special tokens around a (query, document) pair."""
+
+    prefix: tuple[int, ...]
+    middle: tuple[int, ...]
+    suffix: tuple[int, ...]
+    query_type: int
+    doc_type: int
+
+    @property
+    def n_special(self) -> int:
+        return len(self.prefix) + len(self.middle) + len(self.suffix)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer) -> "SpecialLayout":
+        # Encode a known pair and find the two texts in it: works for BERT ([CLS] a [SEP] b [SEP]),
+        # RoBERTa (<s> a </s></s> b </s>) and others, without tokenizer-specific code.
+        a = tokenizer("a", add_special_tokens=False)["input_ids"]
+        b = tokenizer("b", add_special_tokens=False)["input_ids"]
+        pair = tokenizer("a", "b", return_token_type_ids=True)
+        ids, types = pair["input_ids"], pair.get("token_type_ids") or [0] * len(pair["input_ids"])
+        i = _find(ids, a, 0)
+        j = _find(ids, b, i + len(a)) if i >= 0 else -1
+        if i < 0 or j < 0:
+            raise ValueError(f"cannot find the pair layout of tokenizer {type(tokenizer).__name__}: {ids}")
+        return cls(tuple(ids[:i]), tuple(ids[i + len(a):j]), tuple(ids[j + len(b):]), types[i], types[j])
+
+
+def _find(seq: list[int], sub: list[int], start: int) -> int:
+    for k in range(start, len(seq) - len(sub) + 1):
+        if seq[k:k + len(sub)] == sub:
+            return k
+    return -1
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How a model cuts a document into chunks; saved in ``config.json``.
+
+    ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
+    document tokens per chunk (477 for BERT). ``stride=None`` means ``stride = window``
+    (disjoint chunks). ``max_chunks`` caps the chunks per document; ``chunk_selection`` says
+    which to keep: ``"first"``, or PARADE's ``"first_last_even"`` (the first, the last, and
+    the rest evenly spaced between them).
+    """
+
+    window: int | None = None
+    stride: int | None = None
+    max_query_tokens: int = 32
+    max_doc_tokens: int = 1431
+    max_chunks: int | None = None
+    chunk_selection: str = "first"
+    max_length: int = 512
+
+    def __post_init__(self):
+        for name in ("window", "stride", "max_chunks"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+        for name in ("max_query_tokens", "max_doc_tokens", "max_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.chunk_selection not in CHUNK_SELECTIONS:
+            raise ValueError(f"chunk_selection must be one of {CHUNK_SELECTIONS}, got {self.chunk_selection!r}")
+        if self.window is not None and self.stride is not None and self.stride > self.window:
+            raise ValueError(f"stride ({self.stride}) > window ({self.window}) would skip document tokens")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def doc_window(self, layout: SpecialLayout) -> int:
+        window = self.window or self.max_length - self.max_query_tokens - layout.n_special
+        if window < 1 or self.max_query_tokens + window + layout.n_special > self.max_length:
+            raise ValueError(
+                f"max_query_tokens={self.max_query_tokens} + window={window} + {layout.n_special} special "
+                f"tokens do not fit max_length={self.max_length}")
+        return window
+
+    def spans(self, n_tokens: int, layout: SpecialLayout) -> list[tuple[int, int]]:
+        """The (start, end) token spans of a document of ``n_tokens`` (already cropped).
+
+        An empty document still has one (empty) chunk, so the model scores the query alone.
+        """
+        window = self.doc_window(layout)
+        stride = self.stride or window
+        # the last window starts where it still adds tokens that no earlier window covered
+        starts = range(0, max(1, n_tokens - window + stride), stride)
+        spans = [(s, min(s + window, n_tokens)) for s in starts]
+        if self.max_chunks is not None and len(spans) > self.max_chunks:
+            if self.chunk_selection == "first":
+                spans = spans[:self.max_chunks]
+            else:
+                keep = np.linspace(0, len(spans) - 1, self.max_chunks).round().astype(int)
+                spans = [spans[k] for k in sorted(set(keep.tolist()))]
+        return spans
+
+    def tokens_read(self, layout: SpecialLayout) -> int:
+        """How many document tokens the model can read at most, after every cap."""
+        window = self.doc_window(layout)
+        stride = self.stride or window
+        cap = self.max_doc_tokens
+        if self.max_chunks is not None and self.chunk_selection == "first":
+            cap = min(cap, (self.max_chunks - 1) * stride + window)
+        return cap
+
+
+class Tokenization:
+    """Tokenizes texts to id arrays without special tokens, each text once.
+
+    Keeps a bounded cache keyed by (text, limit), so a document scored by several models or
+    pipelines in the same process is tokenized once.
+    """
+
+    def __init__(self, tokenizer, cache_size: int = 100_000):
+        self.tokenizer = tokenizer
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, bool]] = OrderedDict()
+
+    def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
+        ids: list[np.ndarray | None] = [None] * len(texts)
+        cropped = np.zeros(len(texts), dtype=bool)
+        todo: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            hit = self._cache.get((text, max_tokens))
+            if hit is None:
+                todo.setdefault(text, []).append(i)
+            else:
+                self._cache.move_to_end((text, max_tokens))
+                ids[i], cropped[i] = hit
+        if todo:
+            unique = list(todo)
+            for text, (tokens, was_cropped) in zip(unique, self._tokenize(unique, max_tokens)):
+                for i in todo[text]:
+                    ids[i], cropped[i] = tokens, was_cropped
+                self._remember((text, max_tokens), (tokens, was_cropped))
+        return ids, cropped
+
+    def _remember(self, key, value):
+        if self.cache_size <= 0:
+            return
+        self._cache[key] = value
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    def _tokenize(self, texts: list[str], max_tokens: int) -> list[tuple[np.ndarray, bool]]:
+        # Only a prefix of each text is tokenized, so a 1,000,000-character document costs
+        # what its first max_tokens tokens cost.
+        result: list[tuple[np.ndarray, bool] | None] = [None] * len(texts)
+        budget = max_tokens * _CHARS_PER_TOKEN + 64
+        pending = list(range(len(texts)))
+        while pending:
+            prefixes = [_prefix(texts[i], budget) for i in pending]
+            encoded = self.tokenizer(prefixes, add_special_tokens=False, return_attention_mask=False,
+                                     return_token_type_ids=False, verbose=False)["input_ids"]
+            retry = []
+            for i, prefix, tokens in zip(pending, prefixes, encoded):
+                text_was_cut = len(prefix) < len(texts[i])
+                if text_was_cut and len(tokens) <= max_tokens:
+                    retry.append(i)  # the prefix was too short to fill max_tokens: take more text
+                    continue
+                cropped = len(tokens) > max_tokens or text_was_cut
+                result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int64), cropped)
+            pending, budget = retry, budget * 2
+        return result  # type: ignore[return-value]
+
+
+def _prefix(text: str, n_chars: int) -> str:
+    if len(text) <= n_chars:
+        return text
+    # cut at the last white space inside the prefix, so no word is split by the cut
+    head = text[:n_chars]
+    match = None
+    for match in _WHITESPACE.finditer(head, max(0, n_chars - 1000)):
+        pass
+    return head[:match.start()] if match else head
+

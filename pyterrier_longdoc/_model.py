@@ -1,0 +1,169 @@
+"""LongDocModel: encoder + chunking + aggregator, and its safetensors checkpoints.
+
+The one differentiable scoring path (``LongDocModel.score``) serves inference and training.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._batching import ChunkBatch, ChunkPlan, length_sorted_batches, run_with_backoff
+from ._chunking import Chunking, SpecialLayout, Tokenization
+from .aggregators.base import Aggregator
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+CONFIG_KEY = "pyterrier_longdoc_version"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+
+
+@dataclass
+class Scored:
+    """Scores of (query, document) pairs and what was cropped to get them."""
+
+    scores: torch.Tensor
+    cropped_queries: int
+    cropped_docs: int
+
+
+class LongDocModel(nn.Module):
+    """A backbone encoder, the chunking it reads documents with, and an aggregator head."""
+
+    def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
+        super().__init__()
+        self.encoder = encoder
+        self.aggregator = aggregator
+        self.tokenizer = tokenizer
+        self.chunking = chunking
+        self.layout = SpecialLayout.from_tokenizer(tokenizer)
+        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
+        self.tokenization = Tokenization(tokenizer)
+        # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
+        self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def encode(self, batch: ChunkBatch) -> torch.Tensor:
+        """Per-chunk features of one batch (the aggregator decides what it keeps)."""
+        output = self.encoder(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            token_type_ids=batch.token_type_ids if self.uses_token_types else None,
+            output_hidden_states=self.aggregator.output_hidden_states,
+        )
+        return self.aggregator.chunk_features(output, batch)
+
+    def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None) -> Scored:
+        """Scores of ``(queries[i], texts[i])``; keeps gradients unless called under no_grad."""
+        query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
+        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+
+        pieces: list[tuple[np.ndarray, torch.Tensor]] = []
+        for batch in length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id):
+            pieces += run_with_backoff(batch.to(self.device), self.encode)
+            if progress is not None:
+                progress.update(len(batch))
+        index = np.concatenate([i for i, _ in pieces])
+        features = torch.cat([f for _, f in pieces]).float()
+        order = torch.from_numpy(np.argsort(index, kind="stable")).to(features.device)
+        features = features[order]  # back in plan order
+
+        # regroup per document: [documents, chunks, ...], padding chunks masked
+        doc = torch.from_numpy(plan.doc).to(features.device)
+        position = torch.from_numpy(plan.position).to(features.device)
+        grouped = features.new_zeros((len(doc_ids), int(plan.n_chunks.max()), *features.shape[1:]))
+        grouped = grouped.index_put((doc, position), features)
+        mask = torch.zeros(grouped.shape[:2], dtype=torch.bool, device=features.device)
+        mask[doc, position] = True
+        scores = self.aggregator(grouped, mask).float()
+        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+
+    def save_pretrained(self, path: str | os.PathLike, config: dict) -> None:
+        """Writes ``config.json`` (plain JSON), ``model.safetensors`` and the tokenizer files."""
+        from safetensors.torch import save_model
+
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.tokenizer.save_pretrained(path)
+        save_model(self, str(path / WEIGHTS_NAME), metadata={"format": "pt"})
+        (path / CONFIG_NAME).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    def load_weights(self, path: Path) -> None:
+        from safetensors import SafetensorError
+        from safetensors.torch import load_model
+
+        weights = path / WEIGHTS_NAME
+        if not weights.is_file():
+            raise FileNotFoundError(f"{path} has no {WEIGHTS_NAME}: an incomplete pyterrier_longdoc checkpoint")
+        try:
+            missing, unexpected = load_model(self, str(weights), strict=False, device=str(self.device))
+        except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+            raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
+        if missing or unexpected:
+            raise ValueError(f"{weights} does not match the model of {path / CONFIG_NAME}: "
+                             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
+def read_checkpoint_config(path: Path) -> dict | None:
+    """The pyterrier_longdoc config of a directory, or None when it holds something else."""
+    config_file = path / CONFIG_NAME
+    if not config_file.is_file():
+        return None
+    try:
+        config = json.loads(config_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_file} is not valid JSON (corrupt or truncated checkpoint?): {error}") from error
+    if not isinstance(config, dict) or CONFIG_KEY not in config:
+        return None
+    for key in ("model", "settings", "encoder"):
+        if key not in config:
+            raise ValueError(f"{config_file} is a pyterrier_longdoc config without {key!r}: corrupt checkpoint")
+    return config
+
+
+def refuse_pickle(path: Path) -> None:
+    """Only safetensors weights are loaded: pickle files can run code when loaded."""
+    if not path.is_dir() or any(path.glob("*.safetensors")):
+        return
+    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise ValueError(f"{path} holds only pickle weights ({', '.join(pickles)}); pyterrier_longdoc loads "
+                         "safetensors only. Convert them, e.g. model.save_pretrained(dir, safe_serialization=True)")
+
+
+def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder_config: dict | None = None):
+    """The encoder and tokenizer of a HuggingFace model (hub id or local directory).
+
+    With ``encoder_config`` the encoder is built from that config, for weights loaded after.
+    """
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    refuse_pickle(Path(name_or_path))
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    if not getattr(tokenizer, "is_fast", False):
+        warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
+    kwargs = {"trust_remote_code": trust_remote_code}
+    if encoder_config is not None:
+        config = dict(encoder_config)
+        config = AutoConfig.for_model(config.pop("model_type"), **config)
+        return _with_sdpa(lambda **kw: AutoModel.from_config(config, **kw), kwargs), tokenizer
+    return _with_sdpa(lambda **kw: AutoModel.from_pretrained(name_or_path, use_safetensors=True, **kw), kwargs), tokenizer
+
+
+def _with_sdpa(build, kwargs: dict):
+    try:
+        return build(attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):  # this architecture has no SDPA attention
+        return build(**kwargs)

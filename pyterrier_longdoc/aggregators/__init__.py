@@ -1,0 +1,1 @@
+"""Aggregator modules, one file per model family."""

@@ -1,0 +1,53 @@
+"""The aggregator contract: chunk encoder outputs in, one score per document out."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from .._batching import ChunkBatch
+
+
+class Aggregator(nn.Module):
+    """Scores a document from its chunks, in two steps:
+
+    1. ``chunk_features(output, batch)`` runs per encoder batch and keeps what the
+       aggregation needs of each chunk (by default the [CLS] vector of the last layer);
+    2. ``forward(features, mask)`` gets those features regrouped per document,
+       ``[documents, chunks, ...]``, with ``mask[d, c]`` False where document d has no chunk c,
+       and returns ``[documents]`` scores. Masked chunks must never change a score.
+    """
+
+    #: ask the encoder for the hidden states of every layer (token-level models)
+    output_hidden_states: ClassVar[bool] = False
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.hidden_size = hidden_size
+
+    def chunk_features(self, output, batch: ChunkBatch) -> torch.Tensor:
+        return output.last_hidden_state[:, 0]
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``mask [docs, chunks]`` broadcast to ``like [docs, chunks, ...]``."""
+    return mask.view(*mask.shape, *([1] * (like.dim() - mask.dim())))
+
+
+def masked_reduce(values: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """Reduce ``values [docs, chunks, ...]`` over chunks, ignoring masked chunks."""
+    m = expand_mask(mask, values)
+    if how == "max":
+        return values.masked_fill(~m, torch.finfo(values.dtype).min).max(dim=1).values
+    if how == "first":
+        return values[:, 0]
+    total = (values * m).sum(dim=1)
+    if how == "sum":
+        return total
+    if how == "mean":
+        return total / m.sum(dim=1).clamp(min=1)
+    raise ValueError(f"unknown reduction {how!r}; use max, sum, mean or first")

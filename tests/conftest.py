@@ -1,0 +1,33 @@
+"""Shared fixtures: a tiny random BERT written to a local directory, offline."""
+import os
+import string
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the hub
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
+         "mountain forest city house door window book paper music song answer question alpha beta gamma").split()
+
+
+def write_tiny_bert(path, hidden_size=32, layers=2, heads=2, seed=0):
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(string.ascii_lowercase + string.digits + string.punctuation)
+    vocab += ["##" + c for c in string.ascii_lowercase + string.digits] + WORDS
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(vocab_file=str(path / "vocab.txt")).save_pretrained(path)
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden_size, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=hidden_size * 2, max_position_embeddings=512,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    BertModel(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory):
+    return str(write_tiny_bert(tmp_path_factory.mktemp("tiny-bert")))
