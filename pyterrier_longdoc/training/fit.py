@@ -1,0 +1,149 @@
+"""End-to-end training: the aggregated document score goes into the loss."""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import torch
+
+from .checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from .losses import make_loss
+from .sampling import as_frame, hard_negative_pools, sample_epoch, text_lookup
+
+
+def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
+        epochs: int = 1, loss="margin", negatives: int = 1, top_k: int = 100,
+        lr: float = 1e-5, head_lr: float = 1e-4, weight_decay: float = 1e-7, warmup: float = 0.2,
+        queries_per_step: int = 16, queries_per_forward: int = 4, seed: int = 42, text=None,
+        valid_topics: pd.DataFrame | None = None, valid_qrels: pd.DataFrame | None = None, valid_candidates=None,
+        valid_metric: str = "nDCG@10", checkpoint_dir: str | os.PathLike | None = None,
+        checkpoint_every: int | None = None, callback: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Train ``reranker`` end to end and return the training history (one row per optimiser step).
+
+    Defaults follow the papers (DESIGN.md section 3): per query, one positive and one hard
+    negative sampled from the ``top_k`` candidates; the pairwise margin loss (margin 1, summed);
+    AdamW with ``lr`` for the backbone and ``head_lr`` for the rest, weight decay 1e-7; linear
+    warm-up over the first ``warmup`` fraction of steps, then a constant rate; ``queries_per_step``
+    queries per optimiser step (gradient accumulation, ``queries_per_forward`` at a time); one epoch.
+
+    Args:
+        candidates: a result frame (qid, docno, rank or score) or a retrieval pipeline run on ``topics``.
+        loss: ``"margin"``, ``"listwise"`` (softmax cross-entropy over the positive and ``negatives``
+            negatives) or an ``nn.Module`` taking scores ``[queries, 1 + negatives]``.
+        text: where document text comes from when the candidates have no ``text_field`` column or
+            lack a positive: a pt.Transformer such as ``pt.text.get_text(dataset, "text")``, a dict,
+            or a function of a list of docnos.
+        valid_*: when given, ``valid_metric`` (an ir_measures name) is computed after every epoch.
+        checkpoint_dir: written atomically every ``checkpoint_every`` steps and after every epoch;
+            a later call with the same directory resumes from the last checkpoint and ends with
+            the same model as an uninterrupted run.
+        callback: called after every optimiser step with the history row.
+    """
+    if epochs < 1 or negatives < 1 or queries_per_step < 1 or queries_per_forward < 1:
+        raise ValueError("epochs, negatives, queries_per_step and queries_per_forward must be positive")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
+    criterion = make_loss(loss)
+    candidate_frame = as_frame(candidates, topics)
+    pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
+    lookup = text_lookup(candidate_frame, reranker.text_field, text)
+
+    model = reranker.model
+    head = [p for name, p in model.named_parameters() if not name.startswith("encoder.")]
+    optimizer = torch.optim.AdamW([{"params": list(model.encoder.parameters()), "lr": lr},
+                                   {"params": head, "lr": head_lr}], weight_decay=weight_decay)
+    def epoch_instances(epoch: int):  # a fixed function of (seed, epoch), so a resumed run sees the same data
+        return sample_epoch(topics, pools, negatives, np.random.default_rng([seed, epoch]))
+
+    first_epoch = epoch_instances(0)
+    steps_per_epoch = math.ceil(len(first_epoch) / queries_per_step)
+    total_steps = steps_per_epoch * epochs
+    warmup_steps = int(warmup * total_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0)
+
+    options = dict(epochs=epochs, loss=str(loss), negatives=negatives, top_k=top_k, lr=lr, head_lr=head_lr,
+                   weight_decay=weight_decay, warmup=warmup, queries_per_step=queries_per_step, seed=seed)
+    history: list[dict] = []
+    step = 0
+    checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    resume_from = latest_checkpoint(checkpoints) if checkpoints is not None else None
+    if resume_from is not None:
+        state = load_checkpoint(resume_from, reranker, optimizer)
+        if state["options"] != options:
+            raise ValueError(f"{resume_from} was written with other training options {state['options']}; "
+                             f"use another checkpoint_dir or the same options ({options})")
+        step, history = state["step"], state["history"]
+        for _ in range(step):
+            scheduler.step()
+    else:
+        torch.manual_seed(seed)
+
+    def checkpoint():
+        if checkpoints is not None:
+            save_checkpoint(checkpoints, step, reranker, optimizer, {"options": options, "history": history})
+
+    progress = pt.tqdm(total=total_steps, initial=step, desc=f"fit {type(reranker).__name__}", unit="step",
+                       disable=not reranker.verbose)
+    with progress:
+        for epoch in range(step // steps_per_epoch, epochs):
+            instances = first_epoch if epoch == 0 else epoch_instances(epoch)
+            for epoch_step in range(step - epoch * steps_per_epoch, steps_per_epoch):
+                model.train()
+                batch = instances[epoch_step * queries_per_step:(epoch_step + 1) * queries_per_step]
+                optimizer.zero_grad(set_to_none=True)
+                total = 0.0
+                for start in range(0, len(batch), queries_per_forward):
+                    part = batch[start:start + queries_per_forward]
+                    docnos = [d for inst in part for d in inst.docnos]
+                    queries = [inst.query for inst in part for _ in inst.docnos]
+                    scores = reranker.score_batch(queries, lookup(docnos)).scores.view(len(part), -1)
+                    value = criterion(scores)
+                    value.backward()
+                    total += value.item()
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                row = {"step": step, "epoch": epoch, "loss": total / len(batch), "lr": optimizer.param_groups[0]["lr"]}
+                history.append(row)
+                progress.update(1)
+                progress.set_postfix(loss=f"{row['loss']:.4f}")
+                if checkpoint_every and step % checkpoint_every == 0 and step % steps_per_epoch:
+                    checkpoint()
+                if callback is not None:
+                    callback(row)
+            if valid_topics is not None:
+                history[-1][valid_metric] = evaluate(reranker, valid_topics, valid_qrels, valid_candidates,
+                                                     valid_metric, lookup)
+            checkpoint()
+    model.eval()
+    return pd.DataFrame(history)
+
+
+def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
+    """Mean ``metric`` of the re-ranked validation candidates."""
+    import ir_measures
+
+    if qrels is None or candidates is None:
+        raise ValueError("validation needs valid_topics, valid_qrels and valid_candidates")
+    frame = as_frame(candidates, topics)
+    if reranker.text_field not in frame.columns:
+        frame = frame.assign(**{reranker.text_field: lookup(frame["docno"].astype(str).tolist())})
+    if "query" not in frame.columns:
+        frame = frame.merge(topics[["qid", "query"]], on="qid")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cropping report belongs to users' own runs
+        run = reranker.transform(frame)
+    measure = ir_measures.parse_measure(metric)
+    result = ir_measures.calc_aggregate(
+        [measure],
+        qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+             .astype({"query_id": str, "doc_id": str}),
+        run.rename(columns={"qid": "query_id", "docno": "doc_id"}).astype({"query_id": str, "doc_id": str}))
+    return float(result[measure])
