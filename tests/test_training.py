@@ -1,0 +1,151 @@
+"""End-to-end training: it learns, it resumes exactly, and it checks what it is given."""
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+import torch
+
+import pyterrier_longdoc as pl
+from pyterrier_longdoc.training import ListwiseSoftmaxLoss, MarginLoss
+from pyterrier_longdoc.training.checkpoints import latest_checkpoint
+
+SETTINGS = dict(max_doc_tokens=64, max_query_tokens=8, max_length=48)
+FILLER = "the a of and to in is " * 6  # 42 tokens: the decisive words sit beyond what FirstP reads (37)
+
+
+def toy_task(n_queries=8, docs_per_query=4):
+    """Relevant documents say "castle" late; FirstP cannot see it, the chunk aggregations can."""
+    topics = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
+                           "query": [f"what {w}" for w in "cat dog bird fish red blue green river".split()[:n_queries]]})
+    rows, qrels = [], []
+    for i, qid in enumerate(topics["qid"]):
+        for j in range(docs_per_query):
+            docno = f"{qid}-d{j}"
+            rows.append({"qid": qid, "query": topics["query"][i], "docno": docno, "rank": j, "score": -j,
+                         "text": FILLER + ("castle " if j == 2 else "house ") * 12})
+            qrels.append({"qid": qid, "docno": docno, "label": int(j == 2)})
+    return topics, pd.DataFrame(qrels), pd.DataFrame(rows)
+
+
+def new_model(tiny_bert, cls=pl.MaxP):
+    torch.manual_seed(0)
+    windows = dict(window=12, stride=6) if cls.defaults.get("window") else {}
+    return cls(tiny_bert, **SETTINGS, **windows)
+
+
+FAST = dict(lr=3e-3, head_lr=3e-2, queries_per_step=4, warmup=0.0)
+
+
+def train_toy(model, **options):
+    topics, qrels, candidates = toy_task()
+    return model.fit(topics, qrels, candidates, **{**FAST, "epochs": 6, **options}, valid_topics=topics,
+                     valid_qrels=qrels, valid_candidates=candidates, valid_metric="RR@10")
+
+
+@pytest.mark.parametrize("cls", [pl.SumP, pl.ParadeAttn, pl.ParadeAvg])
+def test_fit_learns_a_task_that_needs_the_late_chunks(tiny_bert, cls):
+    model = new_model(tiny_bert, cls)
+    history = train_toy(model)
+    assert list(history.columns[:4]) == ["step", "epoch", "loss", "lr"]
+    assert history["loss"].iloc[-4:].mean() < history["loss"].iloc[:4].mean()
+    assert history["RR@10"].dropna().iloc[-1] > 0.9
+    assert not model.model.training  # back in eval mode
+
+
+def test_firstp_cannot_learn_what_it_never_reads(tiny_bert):
+    history = train_toy(new_model(tiny_bert, pl.FirstP))
+    assert history["RR@10"].dropna().iloc[-1] < 0.6
+
+
+def test_listwise_loss_with_several_negatives(tiny_bert):
+    topics, qrels, candidates = toy_task()
+    history = new_model(tiny_bert, pl.ParadeAttn).fit(topics, qrels, candidates, loss="listwise", negatives=3,
+                                                       epochs=4, **FAST)
+    assert history["loss"].iloc[-2:].mean() < history["loss"].iloc[:2].mean()
+
+
+def test_text_from_a_lookup_when_candidates_have_none(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    texts = dict(zip(candidates["docno"], candidates["text"]))
+    bare = candidates.drop(columns=["text"])
+    get_text = pt.apply.text(lambda row: texts[row["docno"]])
+    for lookup in (texts, lambda docnos: [texts[d] for d in docnos], get_text):
+        assert len(new_model(tiny_bert).fit(topics, qrels, bare, text=lookup, **FAST)) == 1
+    with pytest.raises(ValueError, match="no 'text' for documents"):
+        new_model(tiny_bert).fit(topics, qrels, bare, **FAST)
+
+
+def test_candidates_may_be_a_retrieval_pipeline(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    pipeline = pt.Transformer.from_df(candidates)
+    assert len(new_model(tiny_bert).fit(topics, qrels, pipeline, **FAST)) == 1
+
+
+def test_queries_without_positives_or_negatives_are_skipped_and_said(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=3)
+    qrels = qrels[qrels["qid"] != "q0"]
+    with pytest.warns(UserWarning, match="1 of 3 training queries .* were skipped"):
+        new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
+    with pytest.raises(ValueError, match="no training query has both"):
+        new_model(tiny_bert).fit(topics, qrels.assign(label=0), candidates, **FAST)
+
+
+def weights(model):
+    return {k: v.detach().clone() for k, v in model.model.state_dict().items()}
+
+
+def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task()
+    options = dict(epochs=2, queries_per_step=2, lr=1e-3, head_lr=1e-2, checkpoint_every=1, seed=7)
+    straight = new_model(tiny_bert)
+    full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop_at_step_3(row):
+        if row["step"] == 3:
+            raise Interrupt
+
+    interrupted = new_model(tiny_bert)
+    with pytest.raises(Interrupt):
+        interrupted.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", callback=stop_at_step_3,
+                        **options)
+    assert latest_checkpoint(tmp_path / "resumed").name == "step-000003"
+    resumed = new_model(tiny_bert)  # a new process would start from a fresh model too
+    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    np.testing.assert_allclose(history["loss"], full_history["loss"], rtol=1e-6)
+    for key, value in weights(straight).items():
+        torch.testing.assert_close(weights(resumed)[key], value, rtol=0, atol=1e-7, msg=key)
+    # only the last complete checkpoint stays, and no temporary directory is left behind
+    assert [p.name for p in (tmp_path / "resumed").iterdir()] == ["step-000008"]
+    assert pl.LongDocReranker.from_pretrained(tmp_path / "resumed" / "step-000008").settings == resumed.settings
+
+
+def test_resuming_with_other_options_is_refused(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **FAST)
+    with pytest.raises(ValueError, match="other training options"):
+        new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **{**FAST, "lr": 1.0})
+
+
+def test_losses_check_their_inputs():
+    scores = torch.tensor([[2.0, 0.5, 1.5]])
+    assert MarginLoss()(scores).item() == pytest.approx(0.0 + 0.5)
+    assert ListwiseSoftmaxLoss()(scores).item() == pytest.approx(-torch.log_softmax(scores, 1)[0, 0].item())
+    for bad in (torch.tensor([1.0, 2.0]), torch.tensor([[1.0]]), torch.tensor([[1.0, float("nan")]])):
+        with pytest.raises(ValueError, match="Loss"):
+            MarginLoss()(bad)
+
+
+def test_bad_training_options(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    model = new_model(tiny_bert)
+    with pytest.raises(ValueError, match="unknown loss"):
+        model.fit(topics, qrels, candidates, loss="hinge")
+    with pytest.raises(ValueError, match="warmup"):
+        model.fit(topics, qrels, candidates, warmup=1.5)
+    with pytest.raises(ValueError, match="qrels lacks columns"):
+        model.fit(topics, qrels.drop(columns=["label"]), candidates)
+    with pytest.raises(TypeError, match="candidates must be"):
+        model.fit(topics, qrels, "run.txt")
