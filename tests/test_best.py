@@ -157,3 +157,12 @@ def test_rejects_other_models_and_bad_arguments(tiny_bert):
     no_positive = qrels.assign(label=0)
     with pytest.raises(ValueError, match="relevant"):
         fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, no_positive, candidates)
+
+
+def test_queries_without_a_positive_are_skipped_with_a_warning(tiny_bert, monkeypatch):
+    topics, qrels, candidates = make_data(n_queries=2, docs_per_query=2, words=10)
+    seen = []
+    monkeypatch.setattr(best_module, "fit", lambda r, t, *a, **k: seen.append(t) or pd.DataFrame({"loss": [0.0]}))
+    with pytest.warns(UserWarning, match="1 of 2 training queries"):
+        fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, qrels[qrels["qid"] != "q1"], candidates, iterations=1)
+    assert seen[0]["qid"].tolist() == ["q0"]

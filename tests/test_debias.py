@@ -85,3 +85,13 @@ def test_transformer_in_a_pipeline():
     out = (pt.Transformer.from_df(frame(), uniform=True) >> stage)(pd.DataFrame({"qid": ["1"], "query": ["q"]}))
     assert "PASSAGE ONE" in out["text"].iloc[0] and "seed=3" in repr(stage)
     assert stage(frame().iloc[:0]).empty
+
+
+def test_surrounding_white_space_is_kept_tidy():
+    text = "  lead words P tail  "
+    start = text.index("P")
+    for seed in range(12):
+        new, s, e = move_passage(text, start, start + 1, np.random.default_rng(seed))
+        assert new[s:e] == "P" and new.split().count("P") == 1
+        assert "  " not in new.strip() and new.startswith("  ") and new.endswith("  ")
+        assert sorted(new.split()) == sorted(text.split())

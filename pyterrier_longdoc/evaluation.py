@@ -1,0 +1,292 @@
+"""Multi-seed experiments, as in the papers' tables.
+
+Neural re-rankers vary with the training seed, so the papers train one model per seed, average
+each query's metric over the seeds, and only then run significance tests (paired t-test)
+against a baseline; the tables show each model's value with its relative gain over FirstP,
+e.g. ``0.416 (+5.5%)``. :func:`multi_seed_experiment` does exactly that on top of
+``pt.Experiment``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+OWN_CORRECTIONS = ("bonferroni", "holm")
+
+
+def multi_seed_experiment(systems: Mapping[str, Any] | Sequence[Any], topics: pd.DataFrame, qrels: pd.DataFrame,
+                          eval_metrics: Sequence[Any], *, seeds: Sequence[int] = (0, 1, 2),
+                          names: Sequence[str] | None = None, baseline: int | str | None = None,
+                          firstp: str | Mapping[str, str] | None = None, test: str | Callable = "t",
+                          correction: str | None = None, correction_alpha: float = 0.05, precision: int = 3,
+                          significance_mark: str = "", perquery: bool = False, **experiment_options):
+    """Evaluate systems over several seeds; test the seed-averaged per-query values.
+
+    Args:
+        systems: ``{name: system}`` (or a list with ``names``). A system is
+            - a ``pt.Transformer`` or a result frame: the same for every seed (e.g. BM25),
+              evaluated once;
+            - a function ``seed -> pt.Transformer | frame`` that trains or loads the seed's model
+              (``lambda s: MaxP.from_pretrained(f"maxp-seed{s}")``); each model is dropped once
+              evaluated, so one model is in memory at a time;
+            - a mapping ``{seed: system}`` or a list aligned with ``seeds``.
+        eval_metrics: as for ``pt.Experiment``.
+        baseline: the system (name or index) the others are tested against: ``+`` / ``-`` (queries
+            better / worse than the baseline), ``p-value``, and with ``correction`` also
+            ``reject`` and ``p-value corrected``, one set per measure, as ``pt.Experiment``.
+        firstp: the reference of the relative gains: a system name for all, or
+            ``{system: its FirstP}`` (e.g. the FirstP with the same backbone); default the
+            baseline. Adds a column ``"<measure> (gain)"`` per measure: ``"0.416 (+5.5%)"``,
+            the reference itself ``"0.394"``, a system without reference only its value.
+        test: ``"t"`` (``scipy.stats.ttest_rel``), ``"wilcoxon"``, or a function like them.
+        correction: multiple-comparison correction over the non-baseline systems, per measure:
+            any ``statsmodels`` ``multipletests`` method when statsmodels is installed, else
+            ``"bonferroni"`` or ``"holm"`` (implemented here).
+        significance_mark: appended to the value in the gain column when the system differs
+            significantly from the baseline (p < ``correction_alpha``, after correction if any),
+            e.g. ``"*"``.
+        perquery: also return the per-query frame: ``name, qid, measure, value`` (the mean over
+            seeds) and one ``seed=<s>`` column per seed.
+        **experiment_options: passed to ``pt.Experiment`` (``batch_size``, ``filter_by_qrels``, ...).
+
+    Returns:
+        one row per system: ``name``, the seed-averaged means, the significance columns, and
+        the gain columns; with ``perquery=True`` a tuple ``(table, per_query)``.
+    """
+    systems = _named(systems, names)
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    base = _resolve_name(baseline, list(systems), "baseline")
+    if correction is not None and base is None:
+        raise ValueError("a multiple-comparison correction needs a baseline")
+    test_fn = _test_function(test)
+    for option in ("perquery", "baseline", "names", "correction", "dataframe"):
+        if option in experiment_options:
+            raise TypeError(f"multi_seed_experiment sets pt.Experiment's {option!r} itself")
+
+    per_seed = _per_query(systems, seeds, topics, qrels, eval_metrics, experiment_options)
+    measures = list(dict.fromkeys(per_seed["measure"]))
+    wide = per_seed.pivot_table(index=["name", "qid", "measure"], columns="seed", values="value", aggfunc="first")
+    incomplete = wide.isna().any(axis=1)
+    if incomplete.any():
+        example = wide.index[incomplete][0]
+        raise ValueError(f"{int(incomplete.sum())} (system, query, measure) values are missing for some seeds, e.g. "
+                         f"{example}: every seed must be evaluated on the same queries")
+    averaged = wide.mean(axis=1).rename("value").reset_index()
+
+    table = averaged.groupby(["name", "measure"])["value"].mean().unstack("measure")
+    table = table.reindex(index=list(systems), columns=measures).reset_index()
+    table.columns.name = None
+    if base is not None:
+        table = _significance(table, averaged, base, measures, test_fn, correction, correction_alpha)
+    table = _gains(table, measures, base, firstp, precision, significance_mark, correction, correction_alpha)
+    if not perquery:
+        return table
+    per_query = wide.rename(columns=lambda s: f"seed={s}").reset_index()
+    per_query.columns.name = None
+    per_query.insert(3, "value", wide.mean(axis=1).to_numpy())
+    return table, per_query
+
+
+def _named(systems, names) -> dict[str, Any]:
+    if isinstance(systems, Mapping):
+        if names is not None:
+            raise ValueError("names are the keys of the systems mapping; do not pass both")
+        return {str(k): v for k, v in systems.items()}
+    systems = list(systems)
+    if names is None:
+        names = [repr(s) if isinstance(s, pt.Transformer) else f"system {i}" for i, s in enumerate(systems)]
+    names = [str(n) for n in names]
+    if len(names) != len(systems):
+        raise ValueError(f"{len(names)} names for {len(systems)} systems")
+    if len(set(names)) != len(names):
+        raise ValueError(f"system names must be distinct, got {names}")
+    return dict(zip(names, systems))
+
+
+def _resolve_name(which: int | str | None, names: list[str], what: str) -> str | None:
+    if which is None:
+        return None
+    if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
+        if not 0 <= which < len(names):
+            raise ValueError(f"{what} index {which} is out of range for {len(names)} systems")
+        return names[which]
+    if which not in names:
+        raise ValueError(f"unknown {what} {which!r}; systems: {', '.join(names)}")
+    return which
+
+
+def _test_function(test: str | Callable) -> Callable:
+    from scipy import stats
+
+    if callable(test):
+        return test
+    tests = {"t": stats.ttest_rel, "wilcoxon": stats.wilcoxon}
+    if test not in tests:
+        raise ValueError(f"unknown test {test!r}; use 't', 'wilcoxon' or a function like scipy.stats.ttest_rel")
+    return tests[test]
+
+
+def _fixed(spec) -> bool:
+    return isinstance(spec, (pt.Transformer, pd.DataFrame))
+
+
+def _for_seed(spec, seed: int, seeds: list[int]):
+    if _fixed(spec):
+        return spec
+    if isinstance(spec, Mapping):
+        return spec[seed]
+    if isinstance(spec, (list, tuple)):
+        return spec[seeds.index(seed)]
+    return spec(seed)
+
+
+def _check_specs(systems: dict, seeds: list[int]) -> None:
+    """Fail before any model is trained when a mapping or list cannot serve every seed."""
+    for name, spec in systems.items():
+        if _fixed(spec):
+            continue
+        if isinstance(spec, Mapping):
+            missing = [s for s in seeds if s not in spec]
+            if missing:
+                raise ValueError(f"system {name!r} has no entry for seed {missing[0]}; it has {sorted(spec)}")
+        elif isinstance(spec, (list, tuple)):
+            if len(spec) != len(seeds):
+                raise ValueError(f"system {name!r} lists {len(spec)} systems for {len(seeds)} seeds")
+        elif not callable(spec):
+            raise TypeError(f"system {name!r} must be a pt.Transformer, a result frame, a function of the seed, a "
+                            f"mapping seed -> system or a list aligned with the seeds; got {type(spec).__name__}")
+
+
+def _per_query(systems: dict, seeds: list[int], topics, qrels, eval_metrics, options) -> pd.DataFrame:
+    _check_specs(systems, seeds)
+    frames = []
+    for name, spec in systems.items():
+        once = None
+        for seed in seeds:
+            if once is None or not _fixed(spec):
+                system = _for_seed(spec, seed, seeds)
+                if not _fixed(system):
+                    raise TypeError(f"system {name!r} for seed {seed} is a {type(system).__name__}, not a "
+                                    "pt.Transformer or a result frame")
+                once = pt.Experiment([system], topics, qrels, eval_metrics, names=[name], perquery=True, **options)
+                del system  # one seed's model in memory at a time
+            frames.append(once.assign(seed=seed))
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.assign(qid=frame["qid"].astype(str))
+
+
+def _significance(table: pd.DataFrame, averaged: pd.DataFrame, base: str, measures: list[str], test_fn,
+                  correction: str | None, alpha: float) -> pd.DataFrame:
+    values = averaged.pivot_table(index=["measure", "qid"], columns="name", values="value", aggfunc="first")
+    for m in measures:
+        columns = {f"{m} +": [], f"{m} -": [], f"{m} p-value": []}
+        by_query = values.loc[m]
+        for name in table["name"]:
+            if name == base:
+                for values_list in columns.values():
+                    values_list.append(np.nan)
+                continue
+            pair = by_query[[name, base]].dropna()
+            system, reference = pair[name].to_numpy(), pair[base].to_numpy()
+            columns[f"{m} +"].append(int((system > reference).sum()))
+            columns[f"{m} -"].append(int((system < reference).sum()))
+            columns[f"{m} p-value"].append(float(test_fn(system, reference)[1]))
+        for column, column_values in columns.items():
+            table[column] = column_values
+        if correction is not None:
+            others_p = table.loc[table["name"] != base, f"{m} p-value"].to_numpy(dtype=float)
+            reject, corrected = correct_pvalues(others_p, correction, alpha)
+            table[f"{m} reject"] = False
+            table[f"{m} p-value corrected"] = np.nan
+            table.loc[table["name"] != base, f"{m} reject"] = reject
+            table.loc[table["name"] != base, f"{m} p-value corrected"] = corrected
+    return table
+
+
+def correct_pvalues(pvalues, method: str, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """``(reject, corrected p-values)`` for one family of tests; NaN p-values stay NaN (not
+    rejected) and do not count as tests.
+
+    Uses ``statsmodels.stats.multitest.multipletests`` when statsmodels is installed (any of its
+    methods); otherwise ``"bonferroni"`` (``min(1, m p)``) and ``"holm"`` (step-down:
+    ``max_{j <= i} min(1, (m - j + 1) p_(j))`` over the ascending p-values) are computed here.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    reject = np.zeros(len(p), dtype=bool)
+    corrected = np.full(len(p), np.nan)
+    valid = ~np.isnan(p)
+    if not valid.any():
+        return reject, corrected
+    try:
+        from statsmodels.stats.multitest import multipletests
+    except ImportError:
+        multipletests = None
+    if multipletests is not None:
+        reject[valid], corrected[valid], _, _ = multipletests(p[valid], alpha=alpha, method=method)
+        return reject, corrected
+    if method not in OWN_CORRECTIONS:
+        raise ImportError(f"correction {method!r} needs statsmodels (pip install statsmodels); without it, "
+                          f"use one of {OWN_CORRECTIONS}")
+    reject[valid], corrected[valid] = _own_correction(p[valid], method, alpha)
+    return reject, corrected
+
+
+def _own_correction(p: np.ndarray, method: str, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    m = len(p)
+    if method == "bonferroni":
+        corrected = np.minimum(1.0, p * m)
+    else:  # holm
+        order = np.argsort(p, kind="stable")
+        stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+        corrected = np.empty(m)
+        corrected[order] = np.minimum(1.0, stepped)
+    return corrected <= alpha, corrected
+
+
+def format_gain(value: float, reference: float | None, precision: int = 3, mark: str = "") -> str:
+    """``"0.416 (+5.5%)"``: the value and its relative change over ``reference`` (none when the
+    reference is missing or zero)."""
+    text = f"{value:.{precision}f}{mark}"
+    if reference is None or pd.isna(reference) or reference == 0 or pd.isna(value):
+        return text
+    return f"{text} ({(value - reference) / reference * 100:+.1f}%)"
+
+
+def _gains(table: pd.DataFrame, measures: list[str], base: str | None, firstp, precision: int, mark: str,
+           correction: str | None, alpha: float) -> pd.DataFrame:
+    names = table["name"].tolist()
+    if isinstance(firstp, Mapping):
+        unknown = sorted({*firstp, *firstp.values()} - set(names))
+        if unknown:
+            raise ValueError(f"firstp names unknown systems {unknown}; systems: {', '.join(names)}")
+        reference = {n: firstp.get(n) for n in names}
+    else:
+        ref = _resolve_name(firstp, names, "firstp") if firstp is not None else base
+        reference = {n: ref for n in names}
+    means = table.set_index("name")
+    for m in measures:
+        cells = []
+        for name in names:
+            ref = reference[name]
+            significant = False
+            if mark and base is not None and name != base:
+                if correction is not None:
+                    significant = bool(means.loc[name, f"{m} reject"])
+                else:
+                    p = means.loc[name, f"{m} p-value"]
+                    significant = bool(not pd.isna(p) and p < alpha)
+            cells.append(format_gain(means.loc[name, m], None if ref in (None, name) else means.loc[ref, m],
+                                     precision, mark if significant else ""))
+        table[f"{m} (gain)"] = cells
+    return table
+
+
+__all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain"]
