@@ -45,6 +45,7 @@ class LongDocModel(nn.Module):
         self.chunking = chunking
         self.layout = SpecialLayout.from_tokenizer(tokenizer)
         chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
+        aggregator.attach(encoder, tokenizer, chunking)
         self.tokenization = Tokenization(tokenizer)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
@@ -61,6 +62,7 @@ class LongDocModel(nn.Module):
             attention_mask=batch.attention_mask,
             token_type_ids=batch.token_type_ids if self.uses_token_types else None,
             output_hidden_states=self.aggregator.output_hidden_states,
+            **self.aggregator.encoder_inputs(self.encoder, batch),
         )
         return self.aggregator.chunk_features(output, batch)
 
@@ -76,18 +78,26 @@ class LongDocModel(nn.Module):
             if progress is not None:
                 progress.update(len(batch))
         index = np.concatenate([i for i, _ in pieces])
-        features = torch.cat([f for _, f in pieces]).float()
-        order = torch.from_numpy(np.argsort(index, kind="stable")).to(features.device)
-        features = features[order]  # back in plan order
+        outputs = [f for _, f in pieces]
+        single = isinstance(outputs[0], torch.Tensor)
+        columns = [_concat_padded(list(c)) for c in ([outputs] if single else zip(*outputs))]
+        device = columns[0].device
+        order = torch.from_numpy(np.argsort(index, kind="stable")).to(device)
 
         # regroup per document: [documents, chunks, ...], padding chunks masked
-        doc = torch.from_numpy(plan.doc).to(features.device)
-        position = torch.from_numpy(plan.position).to(features.device)
-        grouped = features.new_zeros((len(doc_ids), int(plan.n_chunks.max()), *features.shape[1:]))
-        grouped = grouped.index_put((doc, position), features)
-        mask = torch.zeros(grouped.shape[:2], dtype=torch.bool, device=features.device)
+        doc = torch.from_numpy(plan.doc).to(device)
+        position = torch.from_numpy(plan.position).to(device)
+        n_chunks = int(plan.n_chunks.max())
+        grouped = []
+        for features in columns:
+            features = features[order]  # back in plan order
+            if features.is_floating_point():
+                features = features.float()
+            empty = features.new_zeros((len(doc_ids), n_chunks, *features.shape[1:]))
+            grouped.append(empty.index_put((doc, position), features))
+        mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
         mask[doc, position] = True
-        scores = self.aggregator(grouped, mask).float()
+        scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
         return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
 
     def save_pretrained(self, path: str | os.PathLike, config: dict) -> None:
@@ -114,6 +124,32 @@ class LongDocModel(nn.Module):
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / CONFIG_NAME}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
+def _concat_padded(parts: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.cat`` of ``[n_i, ...]`` tensors whose trailing sizes may differ: zero-padded to the largest."""
+    shape = tuple(max(sizes) for sizes in zip(*(p.shape[1:] for p in parts)))
+    if all(p.shape[1:] == shape for p in parts):
+        return torch.cat(parts)
+    out = parts[0].new_zeros((sum(len(p) for p in parts), *shape))
+    start = 0
+    for p in parts:
+        out[(slice(start, start + len(p)), *(slice(0, size) for size in p.shape[1:]))] = p
+        start += len(p)
+    return out
+
+
+def encoder_max_length(encoder: nn.Module, tokenizer) -> int:
+    """The longest input the encoder takes: its position embeddings (less RoBERTa-style offsets,
+    whose positions start after the padding index), capped by the tokenizer's own limit."""
+    length = getattr(encoder.config, "max_position_embeddings", None) or 512
+    padding_idx = getattr(getattr(encoder, "embeddings", None), "padding_idx", None)
+    if isinstance(padding_idx, int):
+        length -= padding_idx + 1
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and limit < 1_000_000:
+        length = min(length, limit)
+    return length
 
 
 def read_checkpoint_config(path: Path) -> dict | None:
@@ -143,12 +179,14 @@ def refuse_pickle(path: Path) -> None:
                          "safetensors only. Convert them, e.g. model.save_pretrained(dir, safe_serialization=True)")
 
 
-def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder_config: dict | None = None):
+def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder_config: dict | None = None,
+                  **config_overrides):
     """The encoder and tokenizer of a HuggingFace model (hub id or local directory).
 
     With ``encoder_config`` the encoder is built from that config, for weights loaded after.
+    ``config_overrides`` (e.g. ``num_hidden_layers=2``) change the config of a pretrained encoder.
     """
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer
 
     refuse_pickle(Path(name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
@@ -156,10 +194,20 @@ def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder
         warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
     kwargs = {"trust_remote_code": trust_remote_code}
     if encoder_config is not None:
-        config = dict(encoder_config)
-        config = AutoConfig.for_model(config.pop("model_type"), **config)
-        return _with_sdpa(lambda **kw: AutoModel.from_config(config, **kw), kwargs), tokenizer
-    return _with_sdpa(lambda **kw: AutoModel.from_pretrained(name_or_path, use_safetensors=True, **kw), kwargs), tokenizer
+        return encoder_from_config(encoder_config, **kwargs), tokenizer
+    build = lambda **kw: AutoModel.from_pretrained(name_or_path, use_safetensors=True, **config_overrides, **kw)  # noqa: E731
+    return _with_sdpa(build, kwargs), tokenizer
+
+
+def encoder_from_config(encoder_config: dict, **kwargs) -> nn.Module:
+    """A randomly initialised encoder of a saved ``config.to_dict()``, for weights loaded after."""
+    from transformers import AutoConfig, AutoModel
+
+    def config():  # a fresh one per attempt: a failed SDPA attempt leaves its mark on the config
+        settings = dict(encoder_config)
+        return AutoConfig.for_model(settings.pop("model_type"), **settings)
+
+    return _with_sdpa(lambda **kw: AutoModel.from_config(config(), **kw), kwargs)
 
 
 def _with_sdpa(build, kwargs: dict):

@@ -14,7 +14,7 @@ import pyterrier as pt
 import torch
 
 from ._chunking import Chunking
-from ._model import CONFIG_KEY, LongDocModel, load_backbone, read_checkpoint_config
+from ._model import CONFIG_KEY, LongDocModel, encoder_max_length, load_backbone, read_checkpoint_config
 from . import __version__
 from .aggregators.base import Aggregator
 
@@ -54,8 +54,9 @@ class LongDocReranker(pt.Transformer):
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
-            ``max_chunks``, ``chunk_selection``, ``max_length``) and the model's own settings;
-            they override the class defaults or the saved checkpoint.
+            ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
+            encoder's own maximum) and the model's own settings; they override the class
+            defaults or the saved checkpoint.
     """
 
     name: ClassVar[str | None] = None
@@ -101,7 +102,10 @@ class LongDocReranker(pt.Transformer):
                                                encoder_config=config["encoder"])
         else:
             encoder, tokenizer = load_backbone(str(model_name_or_path), trust_remote_code=trust_remote_code)
-        chunking = Chunking(**{k: v for k, v in self.settings.items() if k in CHUNKING_SETTINGS})
+        chunk_settings = {k: v for k, v in self.settings.items() if k in CHUNKING_SETTINGS}
+        if "max_length" in chunk_settings and chunk_settings["max_length"] is None:  # the encoder's own maximum
+            chunk_settings["max_length"] = encoder_max_length(encoder, tokenizer)
+        chunking = Chunking(**chunk_settings)
         head_settings = {k: v for k, v in self.settings.items() if k not in CHUNKING_SETTINGS}
         aggregator = self.aggregator(encoder.config.hidden_size, **self.aggregator_args, **head_settings)
         self.model = LongDocModel(encoder, tokenizer, aggregator, chunking)

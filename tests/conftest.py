@@ -7,6 +7,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+def pytest_configure(config):
+    import torch
+
+    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over small matmuls
+
 WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
          "mountain forest city house door window book paper music song answer question alpha beta gamma").split()
 

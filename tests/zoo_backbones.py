@@ -26,10 +26,13 @@ ZOO_SETTINGS = {
 }
 
 
-def tiny_backbone_for(name: str, tmp_path) -> tuple[str, dict]:
-    """The backbone directory and small settings to test the model ``name`` with, offline."""
+def tiny_backbone_for(name: str, tmp_path) -> tuple[str, dict] | None:
+    """The backbone directory and small settings to test the zoo model ``name`` with, offline;
+    None for the other models (the tiny BERT and the contract test's own settings suit them)."""
+    if name not in ZOO_SETTINGS:
+        return None
     tmp_path = Path(tmp_path)
-    settings = dict(ZOO_SETTINGS.get(name, {}))
+    settings = dict(ZOO_SETTINGS[name])
     if name == "longp":
         return str(write_tiny_longformer(tmp_path / "tiny-longformer")), settings
     if name in ("parade_transformer_pretr", "parade_transformer_q"):
@@ -101,12 +104,14 @@ def margin_training(reranker, steps: int = 8, lr: float = 1e-3) -> tuple[float, 
     return before, measure()
 
 
-def assert_padding_invariant(reranker, atol: float = 1e-5) -> None:
+def assert_padding_invariant(reranker, rtol: float = 1e-4) -> None:
     """A document's score does not change when its batch also holds a longer query and a longer
-    document (more query padding, more token padding, more padding chunks)."""
+    document (more query padding, more token padding, more padding chunks). The tolerance is
+    for float noise of the padded encoder, which CEDR-KNRM's exact-match kernel (sigma 0.001)
+    multiplies by up to a thousand."""
     import numpy as np
 
     queries, positives, _ = toy_task()
     alone = reranker.score_texts(queries[:1], ["castle"])
     padded = reranker.score_texts([queries[0], " ".join(queries)], ["castle", positives[1]])
-    np.testing.assert_allclose(padded[:1], alone, atol=atol)
+    np.testing.assert_allclose(padded[:1], alone, rtol=rtol, atol=1e-6)

@@ -17,6 +17,9 @@ class Aggregator(nn.Module):
     2. ``forward(features, mask)`` gets those features regrouped per document,
        ``[documents, chunks, ...]``, with ``mask[d, c]`` False where document d has no chunk c,
        and returns ``[documents]`` scores. Masked chunks must never change a score.
+
+    ``chunk_features`` may also return a tuple of tensors ``[n, ...]``; each is regrouped the
+    same way (zero-padded where batches differ in size) and ``forward`` gets the tuple.
     """
 
     #: ask the encoder for the hidden states of every layer (token-level models)
@@ -26,7 +29,16 @@ class Aggregator(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
 
-    def chunk_features(self, output, batch: ChunkBatch) -> torch.Tensor:
+    def attach(self, encoder: nn.Module, tokenizer, chunking) -> None:
+        """Called once with the backbone when the model is assembled, before saved weights are
+        loaded: for parameters that depend on it (its layer count, an embedding, the query length)."""
+
+    def encoder_inputs(self, encoder: nn.Module, batch: ChunkBatch) -> dict:
+        """Called before each encoder call: extra keyword arguments for it (e.g. Longformer's
+        global attention)."""
+        return {}
+
+    def chunk_features(self, output, batch: ChunkBatch) -> torch.Tensor | tuple[torch.Tensor, ...]:
         return output.last_hidden_state[:, 0]
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -51,3 +63,12 @@ def masked_reduce(values: torch.Tensor, mask: torch.Tensor, how: str) -> torch.T
     if how == "mean":
         return total / m.sum(dim=1).clamp(min=1)
     raise ValueError(f"unknown reduction {how!r}; use max, sum, mean or first")
+
+
+def select_tokens(states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The positions where ``mask [n, T]`` is True, moved to the front: ``states [..., n, T, H]``
+    becomes ``[..., n, M, H]`` with M the most selected in a row, and the new ``[n, M]`` mask."""
+    width = int(mask.sum(1).max()) if mask.numel() else 0
+    order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)[:, :width]
+    index = order.view(*([1] * (states.dim() - 3)), *order.shape, 1).expand(*states.shape[:-2], width, states.shape[-1])
+    return states.gather(-2, index), mask.gather(1, order)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from .._reranker import LongDocReranker
-from .base import Aggregator, expand_mask, masked_reduce
+from .base import Aggregator, expand_mask, masked_reduce, select_tokens
 
 PARADE_WINDOWS = {"window": 150, "stride": 75, "max_doc_tokens": 1431}
 
@@ -85,3 +85,178 @@ class ParadeAttn(LongDocReranker):
     name = "parade_attn"
     aggregator = AttentionAggregator
     defaults = PARADE_WINDOWS
+
+
+class CNNAggregator(Aggregator):
+    """PARADE-CNN (Li et al., §3.3-3.4): ``layers`` convolutions of window 2 and stride 2 over the
+    chunk [CLS] vectors, each halving their number; an FFN with one hidden layer scores every
+    output of every level, and the document score is the sum of those scores.
+
+    Choices the paper leaves open, written here: a ReLU after each convolution; an odd level is
+    completed with a zero vector; padding chunks enter as zero vectors, and an output whose two
+    inputs are both padding is zeroed and not scored, so padding never changes a score.
+    """
+
+    def __init__(self, hidden_size: int, layers: int = 4):
+        super().__init__(hidden_size)
+        self.convs = nn.ModuleList(nn.Conv1d(hidden_size, hidden_size, kernel_size=2, stride=2) for _ in range(layers))
+        self.ffn = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, 1))
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = (features * expand_mask(mask, features)).transpose(1, 2)  # [docs, hidden, chunks]
+        score = features.new_zeros(len(features))
+        for conv in self.convs:
+            if x.shape[-1] % 2:
+                x = nn.functional.pad(x, (0, 1))
+                mask = nn.functional.pad(mask, (0, 1))
+            mask = mask[:, 0::2] | mask[:, 1::2]
+            x = torch.relu(conv(x)) * mask.unsqueeze(1)
+            score = score + (self.ffn(x.transpose(1, 2)).squeeze(-1) * mask).sum(dim=1)
+        return score
+
+
+class TransformerAggregator(Aggregator):
+    """PARADE-Transformer: ``F(T(C, cls_1, ..., cls_m)[0])`` (Li et al., Eq. 5-7).
+
+    ``T`` is either ``layers`` randomly initialised post-LN Transformer layers with ``heads``
+    heads and a ReLU FFN (Eq. 5-6: RAND-Ln), without position embeddings, as in the paper;
+    or, with ``init="pretrained"``, the first ``layers`` layers (all when None) of the
+    HuggingFace encoder ``aggregator_model`` fed through ``inputs_embeds``, its word embeddings
+    discarded, ``heads`` unused (PRETR-Ln of Boytsov, Lin, Liu et al., "Understanding
+    Performance of Long-Document Ranking Models through Comprehensive Evaluation and
+    Leaderboarding", 2022); chunk vectors are projected when the widths differ.
+    ``C`` is a learned vector initialised, as in the paper, from the [CLS] word embedding (of
+    the backbone, or of the aggregator model when pretrained).
+
+    ``query_tokens=True`` is the "-Q" variant of Boytsov et al.: the last-layer query token
+    vectors of the first chunk, projected, enter between ``C`` and the chunk vectors. Padding
+    chunks and padding query tokens are masked; the sequence is packed so that positions do
+    not depend on how much padding a batch has.
+
+    ``aggregator_config`` is filled in by the model (the aggregator encoder's config), so that a
+    saved model loads without the aggregator's source model.
+    """
+
+    def __init__(self, hidden_size: int, layers: int | None = 2, heads: int = 4, init: str = "random",
+                 aggregator_model: str | None = None, query_tokens: bool = False,
+                 aggregator_config: dict | None = None):
+        super().__init__(hidden_size)
+        if init not in ("random", "pretrained"):
+            raise ValueError(f"init must be 'random' or 'pretrained', got {init!r}")
+        self.init, self.query_tokens = init, query_tokens
+        self.encoder, start = None, None
+        self.layers = nn.ModuleList()
+        if init == "random":
+            self.layers.extend(nn.TransformerEncoderLayer(hidden_size, heads, dim_feedforward=4 * hidden_size,
+                                                          batch_first=True) for _ in range(layers or 0))
+        else:
+            self.encoder, start = _aggregator_encoder(aggregator_model, layers, aggregator_config)
+        width = hidden_size if self.encoder is None else self.encoder.config.hidden_size
+        self.cls_vector = nn.Parameter(torch.empty(width).normal_(std=0.02) if start is None else start)
+        self.project = nn.Identity() if width == hidden_size else nn.Linear(hidden_size, width)
+        self.project_query = nn.Linear(hidden_size, width) if query_tokens else None
+        self.head = nn.Linear(width, 1)
+
+    def encoder_config(self) -> dict | None:
+        return None if self.encoder is None else self.encoder.config.to_dict()
+
+    def attach(self, encoder, tokenizer, chunking) -> None:
+        start = _cls_embedding(encoder, tokenizer)
+        if self.init == "random" and start is not None:
+            self.cls_vector.data.copy_(start)
+
+    def chunk_features(self, output, batch):
+        cls = output.last_hidden_state[:, 0]
+        if not self.query_tokens:
+            return cls
+        tokens, mask = select_tokens(output.last_hidden_state, batch.query_mask)
+        return cls, tokens, mask
+
+    def forward(self, features, mask: torch.Tensor) -> torch.Tensor:
+        cls = features[0] if self.query_tokens else features
+        parts, masks = [self.project(cls)], [mask]
+        if self.query_tokens:  # the query tokens of the first chunk
+            parts.insert(0, self.project_query(features[1][:, 0]))
+            masks.insert(0, features[2][:, 0])
+        start = self.cls_vector.expand(len(mask), 1, -1)
+        x = torch.cat([start, *parts], dim=1)
+        valid = torch.cat([mask.new_ones((len(mask), 1)), *masks], dim=1)
+        x, valid = select_tokens(x, valid)  # packed: padding only at the end
+        if self.encoder is not None:
+            x = self.encoder(inputs_embeds=x, attention_mask=valid.long()).last_hidden_state
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=~valid)
+        return self.head(x[:, 0]).squeeze(-1)
+
+
+def _cls_embedding(encoder: nn.Module, tokenizer) -> torch.Tensor | None:
+    """The word embedding of the tokenizer's [CLS] (or <s>) token, if it has one."""
+    cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    embeddings = encoder.get_input_embeddings()
+    return None if cls_id is None or embeddings is None else embeddings.weight[cls_id].detach().clone()
+
+
+def _aggregator_encoder(source: str | None, layers: int | None, config: dict | None):
+    """PRETR: a HuggingFace encoder without word embeddings (and pooler), and its [CLS] embedding.
+
+    From ``config`` when loading a saved model (weights come from its model.safetensors), else
+    the first ``layers`` layers of the pretrained ``source``.
+    """
+    from .._model import encoder_from_config, load_backbone
+
+    start = None
+    if config is not None:
+        encoder = encoder_from_config(config)
+    elif source is None:
+        raise ValueError("init='pretrained' needs aggregator_model, a HuggingFace encoder (hub id or directory)")
+    else:
+        encoder, tokenizer = load_backbone(source, **({} if layers is None else {"num_hidden_layers": layers}))
+        start = _cls_embedding(encoder, tokenizer)
+    encoder.set_input_embeddings(None)  # discarded: the aggregator reads inputs_embeds
+    if getattr(encoder, "pooler", None) is not None:
+        encoder.pooler = None
+    return encoder, start
+
+
+class ParadeCNN(LongDocReranker):
+    """PARADE-CNN: four stride-2 convolutions over the windows' [CLS] vectors, every level scored."""
+
+    name = "parade_cnn"
+    aggregator = CNNAggregator
+    defaults = {**PARADE_WINDOWS, "layers": 4}
+
+
+class ParadeTransformer(LongDocReranker):
+    """PARADE-Transformer: a Transformer over [C, cls_1..cls_m], a linear head on its first output.
+
+    Defaults: RAND-L2 (2 random layers, 4 heads). ``init="pretrained"`` with
+    ``aggregator_model=...`` gives PRETR-Ln, ``query_tokens=True`` the "-Q" variant; see
+    :class:`ParadeTransformerPretrained` and :class:`ParadeTransformerQ` for those defaults.
+    """
+
+    name = "parade_transformer"
+    aggregator = TransformerAggregator
+    defaults = {**PARADE_WINDOWS, "layers": 2, "heads": 4, "init": "random", "aggregator_model": None,
+                "query_tokens": False, "aggregator_config": None}
+
+    def __init__(self, model_name_or_path, **kwargs):
+        super().__init__(model_name_or_path, **kwargs)
+        config = self.model.aggregator.encoder_config()
+        if config is not None:  # saved with the model, so loading needs no aggregator_model
+            self.settings = {**self.settings, "aggregator_config": config}
+
+
+class ParadeTransformerPretrained(ParadeTransformer):
+    """PARADE-Transformer PRETR: the aggregator layers come from a pretrained encoder (all its
+    layers by default: a 6-layer MiniLM cross-encoder in Boytsov et al.)."""
+
+    name = "parade_transformer_pretr"
+    defaults = {**ParadeTransformer.defaults, "init": "pretrained", "layers": None,
+                "aggregator_model": "cross-encoder/ms-marco-MiniLM-L-6-v2"}
+
+
+class ParadeTransformerQ(ParadeTransformerPretrained):
+    """PARADE-Transformer PRETR-Q: also feeds the first chunk's projected query token vectors."""
+
+    name = "parade_transformer_q"
+    defaults = {**ParadeTransformerPretrained.defaults, "query_tokens": True}

@@ -1,5 +1,8 @@
-"""Training: samplers from PyTerrier frames, losses, and the end-to-end fit loop."""
+"""Training: samplers from PyTerrier frames, losses, the end-to-end fit loop, BeST and de-biasing."""
+from .best import BestResult, as_maxp, fit_best, segment_documents
+from .debias import PositionDebias, debias_positions, move_passage
 from .fit import fit
 from .losses import ListwiseSoftmaxLoss, MarginLoss
 
-__all__ = ["fit", "MarginLoss", "ListwiseSoftmaxLoss"]
+__all__ = ["fit", "MarginLoss", "ListwiseSoftmaxLoss", "fit_best", "BestResult", "segment_documents", "as_maxp",
+           "debias_positions", "PositionDebias", "move_passage"]

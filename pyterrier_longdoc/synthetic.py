@@ -1,0 +1,477 @@
+"""A deterministic, generated long-document collection for demos and tests.
+
+Every query asks for one attribute of one entity ("what color is the bridge of carter").
+Each query has its own small pool of long documents (700-1100 wordpiece tokens by default)
+that all talk about that entity, so BM25 retrieves them together. Exactly one document holds
+the answering passage; it sits either inside the first ``near_limit`` tokens (a *near* query) or
+at word ``far_start`` or later, beyond a 512-token cross-encoder input (a *far* query).
+
+The other documents are hard negatives built by the same process:
+
+* ``other_entity``: a passage answering the *same attribute* for a different entity. It shares
+  the query's cue words ("color", "painted"), so BM25 cannot separate it from the answer.
+* ``other_attribute``: a passage about the *same entity* but another attribute.
+* ``no_passage``: topic filler only.
+
+Negatives place their passage with the same near/far rule as their query's answer, and every
+document of a query draws its filler from the same distribution. So the first ~477 tokens of a
+far query's documents look alike whether or not the document is relevant: a FirstP model can
+only guess there, while a model that sees the whole document (MaxP, PARADE) can find the
+passage.
+
+All text is built from word lists written in this module (no text from any real corpus); each
+word is a single wordpiece of the BERT uncased vocabulary, so a document has exactly
+``words + punctuation marks`` tokens. Generation uses string-seeded ``random.Random`` streams
+(seeded through SHA-512, unlike the salted ``hash()``), so the same arguments give identical
+frames in every process.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+import pyterrier as pt
+
+__all__ = ["SyntheticCollection", "make_collection"]
+
+# --- word lists ------------------------------------------------------------------------------
+# Filler words never include the entity, value or cue words below, so query terms only occur in
+# topic-mention sentences and in passages.
+_WORDS: dict[str, tuple[str, ...]] = {
+    "noun": tuple(
+        "river road tree hill field house village town boat horse dog cat bird child man woman "
+        "family friend king queen story song letter book door window table chair bread water "
+        "fire lamp cart wagon path forest lake sea island mountain valley morning evening winter "
+        "summer rain snow wind sun moon shop street corner kitchen room roof floor coat hat "
+        "basket box key ship train bell rope ladder fence stream pond meadow orchard cloud "
+        "storm".split()
+    ),
+    "adj": tuple(
+        "old new small large quiet busy dark bright cold warm long short happy young little "
+        "early late strange simple narrow wide heavy gentle empty full tired proud calm lonely "
+        "clever".split()
+    ),
+    "vt": tuple(
+        "saw found carried followed watched passed crossed left reached moved pulled pushed held "
+        "brought met joined filled cleaned fixed sold bought kept shared remembered "
+        "described".split()
+    ),
+    "vi": tuple(
+        "slept waited laughed smiled rested stayed arrived returned worked played sang danced "
+        "listened wandered".split()
+    ),
+    "adv": tuple("slowly quickly quietly often again soon later together alone outside carefully happily".split()),
+    "prep": tuple("near behind beside across along under over past toward into".split()),
+    "plural": tuple(
+        "children people friends horses boats birds stories songs letters books travelers "
+        "neighbors students families".split()
+    ),
+    "time": ("that morning", "one evening", "last winter", "after the rain", "before dinner", "on sunday"),
+    "job": tuple(
+        "farmer carpenter mason painter teacher baker merchant sailor soldier priest doctor "
+        "builder engineer architect".split()
+    ),
+}
+
+# The "X" of "the X of NAME".
+_OBJECTS = tuple(
+    "bridge tower castle church mill harbor library garden temple palace fountain gate school "
+    "hall museum theater station prison farm abbey cathedral monument statue stadium hospital "
+    "hotel inn barn chapel fort dam canal lighthouse market square park clock observatory "
+    "bakery factory windmill cottage manor villa arch pier dock tavern".split()
+)
+
+# The NAME of "the X of NAME": one per query while they last, so BM25 can tell queries apart.
+_NAMES = tuple(
+    "ashford bristol carter dalton easton fairfax garland hadley irving jarvis kendall langley "
+    "mercer norwood oakley preston quincy ramsey sutton thornton upton vaughn walden ashby barlow "
+    "calder denton elton harlow kingsley newton orton talbot wexford winslow carlisle dover "
+    "exeter hastings ipswich kent lincoln morley norfolk oxford perth reading salisbury wells "
+    "york bath chester derby durham ely hereford leeds nelson richmond stafford warwick windsor "
+    "berwick clifton fulton hamilton jackson lawson madison milton porter shelby sheldon tucker "
+    "weston colby darby emery hartley keating lowell mortimer nash ogden quinn rowan sawyer "
+    "tanner vance wallace abbott baxter crosby dawson ellis fletcher hobbs ingram jennings knox "
+    "lambert monroe nolan osborne pierce rhodes stanton thatcher underwood walton brandon "
+    "conway dunbar everett forbes garrett hayes hewitt kirby lennox maxwell norris parker riley "
+    "spencer thompson wheeler barton cooper foster graham harper hudson lowe murray russell "
+    "sinclair turner webster wright bradford cambridge dudley eton gloucester hampton kingston "
+    "lancaster newport plymouth rochester sheffield stirling sussex bedford chelsea denver "
+    "lancashire marion".split()
+)
+
+_TOPIC_TEMPLATES = (
+    "the {obj} of {name} stands {prep} the {adj} {noun}.",
+    "people in {name} often talk about the {obj}.",
+    "many stories are told about the {obj} of {name}.",
+    "the {obj} is the pride of {name}.",
+    "{time}, some {plural} {vt} the {obj} of {name}.",
+    "from the {noun} you can see the {obj} of {name}.",
+)
+_FILLER_TEMPLATES = (
+    "the {adj} {noun} {vt} the {noun} {prep} the {noun}.",
+    "{time}, one {noun} {vi} {prep} the {adj} {noun}.",
+    "some {plural} {vt} the {noun} and {vi} {adv}.",
+    "the {noun} was {adj} and the {noun} was {adj}.",
+    "one {adj} {noun} {vi} {adv} {prep} the {noun}.",
+    "{plural} {vt} the {adj} {noun} {time}.",
+    "nobody {vt} the {noun} {prep} the {noun} {time}.",
+)
+# Share of sentences that mention the query's entity: enough for BM25 to find every document of
+# the query, few enough that the passage stands out.
+_TOPIC_RATE = 0.2
+
+
+@dataclass(frozen=True)
+class _Attribute:
+    """One kind of question: its query template, answer values and passage sentences."""
+
+    query: str
+    values: tuple[str, ...]
+    passage: tuple[str, ...]
+
+
+# Cue words ("color", "opened", "tall", ...) appear only in queries and passages.
+_ATTRIBUTES = (
+    _Attribute(
+        "what color is the {obj} of {name}",
+        tuple("red blue green white black yellow gray brown orange purple pink golden silver".split()),
+        (
+            "the {obj} of {name} is painted {val}.",
+            "the people of {name} chose the {val} color long ago.",
+            "every spring the {obj} is painted {val} again.",
+        ),
+    ),
+    _Attribute(
+        "in what year did the {obj} of {name} open",
+        tuple(str(year) for year in range(1750, 1950)),
+        (
+            "the {obj} of {name} opened in the year {val}.",
+            "since it opened in {val}, the {obj} has been the heart of {name}.",
+            "the opening of the {obj} in {val} was a great day.",
+        ),
+    ),
+    _Attribute(
+        "how tall is the {obj} of {name}",
+        tuple("12 15 18 20 25 30 35 40 45 50 60 70 80 90 100 120 150 200".split()),
+        (
+            "the {obj} of {name} is {val} meters tall.",
+            "at {val} meters, the {obj} is taller than any house in {name}.",
+            "the height of the {obj} is {val} meters.",
+        ),
+    ),
+    _Attribute(
+        "what is the {obj} of {name} made of",
+        tuple("stone wood brick iron glass marble steel clay copper granite timber concrete bronze".split()),
+        (
+            "the {obj} of {name} is made of {val}.",
+            "{val} was the material used for the {obj} itself.",
+            "the {val} of the {obj} came from hills near {name}.",
+        ),
+    ),
+    _Attribute(
+        "who takes care of the {obj} of {name}",
+        tuple("john mary james anna peter sarah thomas emma william alice george helen henry laura".split()),
+        (
+            "a {job} named {val} takes care of the {obj} of {name}.",
+            "{val} has been the keeper of the {obj} for a long time.",
+            "people in {name} know that {val} cares for the {obj}.",
+        ),
+    ),
+    _Attribute(
+        "how many visitors come to the {obj} of {name}",
+        tuple("300 400 500 600 700 800 900 1000 1200 1500 2000 3000 5000".split()),
+        (
+            "about {val} visitors come to the {obj} of {name} each day.",
+            "most people who visit {name} also visit the {obj}.",
+            "the {obj} has {val} visitors on a busy day.",
+        ),
+    ),
+)
+
+# Negative documents of a query cycle through these kinds.
+_NEGATIVE_KINDS = ("other_entity", "other_attribute", "no_passage")
+
+# BERT-style cross-encoders read 512 tokens; FirstP sees fewer document tokens than that.
+_MODEL_INPUT_TOKENS = 512
+# Room after far_start for a passage and some filler.
+_FAR_ROOM_WORDS = 60
+_SPLITS = ("train", "test")
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+# --- text generation ---------------------------------------------------------------------------
+def _fill(template: str, rng: random.Random, bound: dict[str, str]) -> str:
+    """Fills each {slot} with its bound value, or with a fresh random word of that kind."""
+    return _SLOT.sub(lambda m: bound.get(m.group(1)) or rng.choice(_WORDS[m.group(1)]), template)
+
+
+def _n_words(sentence: str) -> int:
+    return sentence.count(" ") + 1
+
+
+def _n_tokens(sentence: str) -> int:
+    # Each word is one wordpiece; BERT's basic tokenizer splits off each punctuation mark.
+    return _n_words(sentence) + sentence.count(".") + sentence.count(",")
+
+
+def _passage(attribute: _Attribute, entity: dict[str, str], rng: random.Random) -> list[str]:
+    bound = {**entity, "val": rng.choice(attribute.values)}
+    sentences = [_fill(t, rng, bound) for t in attribute.passage]
+    rng.shuffle(sentences)
+    return sentences
+
+
+def _document(
+    rng: random.Random,
+    entity: dict[str, str],
+    passage: list[str] | None,
+    far: bool,
+    near_limit: int,
+    far_start: int,
+    doc_words: tuple[int, int],
+) -> tuple[str, tuple[int, int, int, int] | None]:
+    """Builds one document around ``passage``; returns its text and the passage's
+    (start_char, end_char, start_word, end_word), or None without a passage.
+
+    The filler before the passage does not depend on the passage, so documents of one query
+    are alike up to the passage position.
+    """
+    target_words = rng.randint(*doc_words)
+    passage = passage or []
+    p_words, p_tokens = sum(map(_n_words, passage)), sum(map(_n_tokens, passage))
+    if far:  # start at the first sentence boundary at or after word `start`
+        start = rng.randint(far_start, max(far_start, target_words - p_words))
+    else:  # start at the last sentence boundary that lets the passage end by token `near_limit`
+        start = rng.randint(0, near_limit - p_tokens)
+
+    sentences: list[str] = []
+    words = tokens = 0
+    at: int | None = None  # index of the passage's first sentence once placed
+    while words < target_words or (passage and at is None):
+        topic = rng.random() < _TOPIC_RATE
+        sentence = _fill(rng.choice(_TOPIC_TEMPLATES if topic else _FILLER_TEMPLATES), rng, entity)
+        due = words >= start if far else tokens + _n_tokens(sentence) > start
+        if passage and at is None and (due or words >= target_words):
+            at = len(sentences)
+            sentences += passage
+            words, tokens = words + p_words, tokens + p_tokens
+            if words >= target_words:
+                break
+        sentences.append(sentence)
+        words, tokens = words + _n_words(sentence), tokens + _n_tokens(sentence)
+
+    text = " ".join(sentences)
+    if at is None:
+        return text, None
+    start_char = sum(len(s) + 1 for s in sentences[:at])
+    start_word = sum(map(_n_words, sentences[:at]))
+    return text, (start_char, start_char + len(" ".join(passage)), start_word, start_word + p_words)
+
+
+# --- the collection ----------------------------------------------------------------------------
+class _TextLoader(pt.Transformer):
+    """Adds a ``text`` column by docno from an in-memory document table."""
+
+    def __init__(self, docs: pd.DataFrame):
+        self._text = dict(zip(docs["docno"], docs["text"]))
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["docno"], context=self)
+        unknown = sorted(set(inp["docno"]) - self._text.keys())
+        if unknown:
+            raise KeyError(f"unknown docnos ({len(unknown)}): {unknown[:10]}")
+        return inp.assign(text=[self._text[d] for d in inp["docno"]])
+
+    def __repr__(self) -> str:
+        return f"SyntheticCollection.get_text() over {len(self._text)} docs"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SyntheticCollection:
+    """A generated collection; see :func:`make_collection`.
+
+    Attributes:
+        docs: ``docno, text``.
+        topics: ``qid, query, split ('train'|'test'), position ('near'|'far')``.
+        qrels: ``qid, docno, label``: 1 for the answering document, 0 for the query's
+            hard negatives.
+        answers: ``qid, docno, start_char, end_char, start_word, end_word``: where the
+            answering passage sits in the relevant document (``text[start_char:end_char]``,
+            ``text.split()[start_word:end_word]``).
+    """
+
+    docs: pd.DataFrame
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    answers: pd.DataFrame
+
+    def _subset(self, keep: pd.Series) -> SyntheticCollection:
+        """The same docs with the topics selected by ``keep`` (a mask over ``topics``)."""
+        qids = set(self.topics.loc[keep, "qid"])
+
+        def select(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["qid"].isin(qids)].reset_index(drop=True)
+
+        return SyntheticCollection(self.docs, select(self.topics), select(self.qrels), select(self.answers))
+
+    def split(self, name: str) -> SyntheticCollection:
+        """The topics (and their qrels and answers) of split ``name``: 'train' or 'test'."""
+        if name not in _SPLITS:
+            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(_SPLITS)}")
+        return self._subset(self.topics["split"] == name)
+
+    def near(self) -> SyntheticCollection:
+        """The topics whose answer ends within the first ``near_limit`` tokens."""
+        return self._subset(self.topics["position"] == "near")
+
+    def far(self) -> SyntheticCollection:
+        """The topics whose answer starts at word ``far_start`` or later."""
+        return self._subset(self.topics["position"] == "far")
+
+    def get_text(self) -> pt.Transformer:
+        """A transformer adding the ``text`` column by docno, like ``pt.text.get_text``.
+
+        Raises ``KeyError`` naming docnos that are not in ``docs``.
+        """
+        return _TextLoader(self.docs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SyntheticCollection):
+            return NotImplemented
+        return all(getattr(self, f).equals(getattr(other, f)) for f in ("docs", "topics", "qrels", "answers"))
+
+    __hash__ = None  # type: ignore[assignment]  # frames are mutable
+
+    def __repr__(self) -> str:
+        def counts(column: str) -> str:
+            return ", ".join(f"{n} {k}" for k, n in self.topics[column].value_counts().sort_index().items())
+
+        return (
+            f"SyntheticCollection({len(self.docs)} docs, {len(self.topics)} topics: "
+            f"{counts('split')}; {counts('position')})"
+        )
+
+
+def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction) -> None:
+    if n_queries <= 0:
+        raise ValueError(f"n_queries must be positive, got {n_queries}")
+    if n_queries > len(_NAMES) * len(_OBJECTS):
+        raise ValueError(f"n_queries must be at most {len(_NAMES) * len(_OBJECTS)} (distinct entities), got {n_queries}")
+    if docs_per_query < 2:
+        raise ValueError(f"docs_per_query must be at least 2 (one answer, one negative), got {docs_per_query}")
+    for name, value in (("far_fraction", far_fraction), ("test_fraction", test_fraction)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be within [0, 1], got {value}")
+    longest_passage = max(sum(map(_n_tokens, a.passage)) for a in _ATTRIBUTES)  # slots are one word
+    if near_limit < longest_passage:
+        raise ValueError(f"near_limit must be at least {longest_passage} tokens to hold a passage, got {near_limit}")
+    if far_start <= _MODEL_INPUT_TOKENS:
+        raise ValueError(
+            f"far_start must exceed {_MODEL_INPUT_TOKENS} so far passages lie beyond a "
+            f"{_MODEL_INPUT_TOKENS}-token model input, got {far_start}"
+        )
+    if near_limit >= far_start:
+        raise ValueError(f"near_limit ({near_limit}) must be below far_start ({far_start})")
+    low, high = doc_words
+    if not far_start + _FAR_ROOM_WORDS <= low <= high:
+        raise ValueError(
+            f"doc_words must be (low, high) with far_start + {_FAR_ROOM_WORDS} <= low <= high, got {doc_words}"
+        )
+
+
+def make_collection(
+    n_queries: int = 120,
+    docs_per_query: int = 6,
+    seed: int = 0,
+    far_fraction: float = 0.5,
+    doc_words: tuple[int, int] = (700, 1000),
+    near_limit: int = 300,
+    far_start: int = 600,
+    test_fraction: float = 0.25,
+) -> SyntheticCollection:
+    """Generates a deterministic long-document collection.
+
+    Args:
+        n_queries: number of topics; each asks for one attribute of its own entity.
+        docs_per_query: documents per topic: one answer and ``docs_per_query - 1`` hard negatives.
+        seed: the same seed (and arguments) gives identical frames in any process.
+        far_fraction: share of topics whose passages (answer and negatives' distractors) start at
+            word ``far_start`` or later; the others are near.
+        doc_words: range of document lengths in words (tokens are ~8% more: punctuation).
+        near_limit: near passages end within this many wordpiece tokens.
+        far_start: far passages start at this word (so token) offset or later; must exceed 512.
+        test_fraction: share of topics in the 'test' split, taken separately from near and far
+            topics so both splits hold both kinds.
+
+    Raises:
+        ValueError: naming the argument that is out of range.
+    """
+    _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction)
+    rng = random.Random(f"pyterrier_longdoc.synthetic:{seed}")
+    width = len(str(n_queries))
+
+    # Topic-level choices: balanced attributes, exact near/far counts, a stratified test split.
+    n_far = round(n_queries * far_fraction)
+    positions = ["far"] * n_far + ["near"] * (n_queries - n_far)
+    rng.shuffle(positions)
+    attributes = [i % len(_ATTRIBUTES) for i in range(n_queries)]
+    rng.shuffle(attributes)
+    test: set[int] = set()
+    for position in ("near", "far"):
+        group = [i for i, p in enumerate(positions) if p == position]
+        test.update(rng.sample(group, round(len(group) * test_fraction)))
+
+    # Entities: a distinct name per topic while names last, then new (object, name) pairs.
+    names = list(_NAMES)
+    rng.shuffle(names)
+    used: set[tuple[str, str]] = set()
+    entities = []
+    for i in range(n_queries):
+        name = names[i % len(names)]
+        obj = next(o for o in rng.sample(_OBJECTS, len(_OBJECTS)) if (o, name) not in used)
+        used.add((obj, name))
+        entities.append({"obj": obj, "name": name})
+    # Other-entity distractors use names no topic asks about (when there are spare names).
+    spare_names = names[n_queries:] or names
+
+    docs, topics, qrels, answers = [], [], [], []
+    for i, (entity, attr_index, position) in enumerate(zip(entities, attributes, positions)):
+        qid = f"q{i + 1:0{width}d}"
+        attribute = _ATTRIBUTES[attr_index]
+        topics.append((qid, _fill(attribute.query, rng, entity), "test" if i in test else "train", position))
+        # One stream per topic: a topic's documents do not depend on the other topics' text.
+        qrng = random.Random(f"pyterrier_longdoc.synthetic:{seed}:{qid}")
+        relevant_slot = qrng.randrange(docs_per_query)
+        negatives = iter(_NEGATIVE_KINDS * docs_per_query)
+        for slot in range(docs_per_query):
+            docno = f"d{i + 1:0{width}d}-{slot}"
+            kind = "answer" if slot == relevant_slot else next(negatives)
+            if kind == "answer":
+                passage = _passage(attribute, entity, qrng)
+            elif kind == "other_entity":
+                other = {
+                    "obj": qrng.choice([o for o in _OBJECTS if o != entity["obj"]]),
+                    "name": qrng.choice([n for n in spare_names if n != entity["name"]]),
+                }
+                passage = _passage(attribute, other, qrng)
+            elif kind == "other_attribute":
+                passage = _passage(qrng.choice([a for a in _ATTRIBUTES if a is not attribute]), entity, qrng)
+            else:
+                passage = None
+            text, span = _document(qrng, entity, passage, position == "far", near_limit, far_start, doc_words)
+            docs.append((docno, text))
+            qrels.append((qid, docno, int(kind == "answer")))
+            if kind == "answer":
+                answers.append((qid, docno, *span))
+
+    return SyntheticCollection(
+        docs=pd.DataFrame(docs, columns=["docno", "text"]),
+        topics=pd.DataFrame(topics, columns=["qid", "query", "split", "position"]),
+        qrels=pd.DataFrame(qrels, columns=["qid", "docno", "label"]),
+        answers=pd.DataFrame(
+            answers, columns=["qid", "docno", "start_char", "end_char", "start_word", "end_word"]
+        ),
+    )

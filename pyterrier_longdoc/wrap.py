@@ -1,0 +1,95 @@
+"""LongDoc: chunk-and-aggregate around any PyTerrier passage re-ranker.
+
+Score aggregation of Dai & Callan (SIGIR 2019: FirstP, MaxP, SumP) and k-max-average of Chen
+et al. (TREC 2020), for scorers that read passages only, e.g. ``pyterrier_t5.MonoT5ReRanker``.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._reranker import column_texts
+
+AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
+_ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
+_WHITESPACE = re.compile(r"\s+")
+
+
+class LongDoc(pt.Transformer):
+    """Splits each document into passages, scores all passages with one call of ``scorer``,
+    and aggregates the passage scores per document.
+
+    Args:
+        scorer: any PyTerrier re-ranker of ``qid, query, docno, <text_field>`` rows that keeps
+            the columns it is given.
+        aggregation: ``"first"``, ``"max"`` (MaxP), ``"sum"``, ``"mean"`` or ``"kmaxavg"``
+            (the mean of the ``k`` best passage scores).
+        window, stride: passage length and step, in tokens; the last passage always reaches the
+            end of the document (no text is dropped).
+        k: for ``"kmaxavg"``.
+        text_field: the column with the document text.
+        tokenizer: a HuggingFace tokenizer to count tokens with (``tokenize`` and
+            ``convert_tokens_to_string``); by default, white-space separated words.
+
+    Output: the input with ``score`` and ``rank`` replaced, every other column kept.
+    """
+
+    def __init__(self, scorer: pt.Transformer, *, aggregation: str = "max", window: int = 150, stride: int = 75,
+                 k: int = 3, text_field: str = "text", tokenizer=None):
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"unknown aggregation {aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
+        for name, value in (("window", window), ("stride", stride), ("k", k)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if stride > window:
+            raise ValueError(f"stride ({stride}) > window ({window}) would skip document text")
+        self.scorer, self.aggregation, self.window, self.stride, self.k = scorer, aggregation, window, stride, k
+        self.text_field, self.tokenizer = text_field, tokenizer
+
+    def __repr__(self) -> str:
+        extra = f", k={self.k}" if self.aggregation == "kmaxavg" else ""
+        field = f", text_field={self.text_field!r}" if self.text_field != "text" else ""
+        return (f"LongDoc({self.scorer!r}, aggregation={self.aggregation!r}, window={self.window}, "
+                f"stride={self.stride}{extra}{field})")
+
+    def passages(self, text: str) -> list[str]:
+        """The passages of one document text."""
+        if self.tokenizer is None:
+            tokens, join = [t for t in _WHITESPACE.split(text) if t], " ".join
+        else:
+            tokens, join = self.tokenizer.tokenize(text), self.tokenizer.convert_tokens_to_string
+        starts = range(0, max(1, len(tokens) - self.window + self.stride), self.stride)
+        return [join(tokens[s:s + self.window]) for s in starts]
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        if not len(inp):
+            return pt.model.add_ranks(inp.assign(score=pd.Series(dtype="float64")))
+        split = [self.passages(text) for text in column_texts(inp, self.text_field, self)]
+        rows = np.repeat(np.arange(len(inp)), [len(p) for p in split])
+        index = np.concatenate([np.arange(len(p)) for p in split])
+        passages = inp.drop(columns=["score", "rank"], errors="ignore").iloc[rows].reset_index(drop=True)
+        passages = passages.assign(**{
+            self.text_field: [p for doc in split for p in doc],
+            "docno": passages["docno"].astype(str) + "%p" + index.astype(str),
+            _ROW: rows, _PASSAGE: index,
+        })
+        scored = self.scorer(passages)
+        missing = [c for c in (_ROW, _PASSAGE, "score") if c not in scored.columns]
+        if missing or len(scored) != len(passages):
+            raise ValueError(f"{self!r}: the scorer must return one row per passage with the columns it was "
+                             f"given and a score; it returned {len(scored)} of {len(passages)} rows, "
+                             f"missing columns {missing}")
+        scores = self._aggregate(scored)
+        return pt.model.add_ranks(inp.assign(score=scores.reindex(range(len(inp))).to_numpy()))
+
+    def _aggregate(self, scored: pd.DataFrame) -> pd.Series:
+        if self.aggregation == "first":
+            return scored.sort_values(_PASSAGE, kind="stable").groupby(_ROW)["score"].first()
+        if self.aggregation == "kmaxavg":
+            best = scored.sort_values("score", ascending=False, kind="stable")
+            return best[best.groupby(_ROW).cumcount() < self.k].groupby(_ROW)["score"].mean()
+        return scored.groupby(_ROW)["score"].agg(self.aggregation)

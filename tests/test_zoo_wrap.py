@@ -1,0 +1,119 @@
+"""LongDoc: chunk-and-aggregate around any PyTerrier passage scorer."""
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+from pyterrier_longdoc.aggregators.score import FirstP
+from pyterrier_longdoc.wrap import LongDoc
+
+TEXTS = ["castle " + "the a of " * 30 + "river", "red dog", "", "blue fish " * 20]
+
+
+def frame(texts=TEXTS) -> pd.DataFrame:
+    return pd.DataFrame({"qid": ["1"] * len(texts), "query": ["castle river"] * len(texts),
+                         "docno": [f"d{i}" for i in range(len(texts))], "text": texts,
+                         "score": np.arange(len(texts), dtype=float), "rank": range(len(texts)), "extra": "x"})
+
+
+def by_hand(wrapper: LongDoc, scorer, reduce) -> list[float]:
+    """Every passage of every document scored in one call of ``scorer``, then reduced per document."""
+    split = [wrapper.passages(text) for text in frame()["text"]]
+    passages = pd.DataFrame({"qid": "1", "query": "castle river", "text": [p for doc in split for p in doc],
+                             "docno": [f"d{d}%p{i}" for d, doc in enumerate(split) for i in range(len(doc))]})
+    scores = scorer(passages).set_index("docno")["score"]
+    return [reduce(scores[[f"d{d}%p{i}" for i in range(len(doc))]].to_numpy()) for d, doc in enumerate(split)]
+
+
+# a deterministic stand-in for a neural passage scorer
+length_scorer = pt.apply.doc_score(lambda row: len(row["text"]) + row["text"].count("river"))
+
+
+@pytest.fixture(scope="module")
+def firstp(tiny_bert):
+    return FirstP.from_pretrained(tiny_bert)
+
+
+def test_max_equals_maxp_by_hand(firstp):
+    wrapper = LongDoc(firstp, aggregation="max", window=8, stride=4)
+    out = wrapper(frame())
+    np.testing.assert_allclose(out["score"], by_hand(wrapper, firstp, np.max), rtol=1e-5)
+
+
+@pytest.mark.parametrize("aggregation, reduce", [
+    ("first", lambda s: s[0]), ("sum", np.sum), ("mean", np.mean), ("kmaxavg", lambda s: np.sort(s)[::-1][:2].mean())])
+def test_aggregations(aggregation, reduce):
+    wrapper = LongDoc(length_scorer, aggregation=aggregation, window=8, stride=4, k=2)
+    np.testing.assert_allclose(wrapper(frame())["score"], by_hand(wrapper, length_scorer, reduce))
+
+
+def test_one_scorer_call_and_the_input_columns_kept():
+    calls = []
+    counting = pt.apply.generic(lambda df: calls.append(len(df)) or length_scorer(df))
+    out = LongDoc(counting, window=8, stride=4)(frame())
+    assert len(calls) == 1 and calls[0] > len(TEXTS)
+    assert set(out.columns) == set(frame().columns) and len(out.columns) == len(frame().columns)
+    assert (out[["qid", "docno", "text", "extra"]] == frame()[["qid", "docno", "text", "extra"]]).all().all()
+    assert sorted(out["rank"]) == [0, 1, 2, 3]
+
+
+def test_passages_cover_the_whole_text():
+    words = [f"w{i}" for i in range(23)]
+    passages = LongDoc(length_scorer, window=8, stride=5).passages(" ".join(words))
+    assert passages[0].split() == words[:8] and passages[-1].split()[-1] == "w22"
+    assert LongDoc(length_scorer).passages("") == [""]
+
+
+def test_passages_in_tokenizer_tokens(tiny_bert):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    text = "castles by the river " * 4
+    passages = LongDoc(length_scorer, window=6, stride=6, tokenizer=tokenizer).passages(text)
+    lengths = [len(tokenizer.tokenize(p)) for p in passages]
+    assert sum(lengths) == len(tokenizer.tokenize(text)) and set(lengths[:-1]) == {6} and lengths[-1] <= 6
+
+
+def test_empty_frame_and_bad_input():
+    wrapper = LongDoc(length_scorer)
+    out = wrapper(frame().iloc[:0])
+    assert len(out) == 0 and {"score", "rank"} <= set(out.columns)
+    with pytest.raises(Exception, match="text"):
+        wrapper(frame().drop(columns=["text"]))
+    with pytest.raises(ValueError, match="aggregation"):
+        LongDoc(length_scorer, aggregation="median")
+
+
+def write_tiny_t5(path):
+    """A random 1-layer T5 and a unigram tokenizer that knows 'true' and 'false', offline."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
+
+    from conftest import WORDS
+
+    words = sorted(set(WORDS) | {"query", "document", "relevant", "true", "false"})
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [("\u2581" + w, -1.0) for w in words]
+    vocab += [(c, -5.0) for c in "abcdefghijklmnopqrstuvwxyz:\u2581"]
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=2))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    T5Tokenizer(tokenizer_object=tokenizer, extra_ids=0, eos_token="</s>", pad_token="<pad>",
+                unk_token="<unk>").save_pretrained(path)
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=len(vocab), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+                      n_positions=512)  # read by pyterrier_t5, gone from transformers 5's T5Config
+    T5ForConditionalGeneration(config).save_pretrained(path)
+    return str(path)
+
+
+def test_monot5_inside_longdoc(tmp_path):
+    pyterrier_t5 = pytest.importorskip("pyterrier_t5")
+    path = write_tiny_t5(tmp_path / "tiny-t5")
+    monot5 = pyterrier_t5.MonoT5ReRanker(tok_model=path, model=path, verbose=False, device="cpu")
+    wrapper = LongDoc(monot5, aggregation="max", window=8, stride=4)
+    out = wrapper(frame())
+    assert np.isfinite(out["score"]).all()
+    np.testing.assert_allclose(out["score"], by_hand(wrapper, monot5, np.max), rtol=1e-5)
