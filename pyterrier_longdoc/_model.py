@@ -4,12 +4,13 @@ The one differentiable scoring path (``LongDocModel.score``) serves inference an
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -55,6 +56,11 @@ class LongDocModel(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    def replica(self, device) -> "LongDocModel":
+        """A copy for inference on ``device``; it shares the tokenizer and its cache."""
+        memo = {id(self.tokenizer): self.tokenizer, id(self.tokenization): self.tokenization}
+        return copy.deepcopy(self, memo).to(device).eval()
+
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
         """Per-chunk features of one batch (the aggregator decides what it keeps)."""
         output = self.encoder(
@@ -66,17 +72,36 @@ class LongDocModel(nn.Module):
         )
         return self.aggregator.chunk_features(output, batch)
 
-    def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None) -> Scored:
-        """Scores of ``(queries[i], texts[i])``; keeps gradients unless called under no_grad."""
+    def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,
+              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None) -> Scored:
+        """Scores of ``(queries[i], texts[i])``; keeps gradients unless called under no_grad.
+
+        ``workers`` encode batches instead of this model (e.g. replicas on other devices, each
+        taking a CPU batch); with several, batches are shared among them in threads.
+        """
         query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
         doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
         plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+        batches = length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        workers = workers or [lambda batch: self.encode(batch.to(self.device))]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
-        for batch in length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id):
-            pieces += run_with_backoff(batch.to(self.device), self.encode)
-            if progress is not None:
-                progress.update(len(batch))
+        if len(workers) == 1:
+            for batch in batches:
+                pieces += run_with_backoff(batch, workers[0])
+                if progress is not None:
+                    progress.update(len(batch))
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(len(workers)) as pool:
+                futures = [pool.submit(run_with_backoff, batch, workers[k % len(workers)])
+                           for k, batch in enumerate(batches)]
+                for future in futures:
+                    done = future.result()
+                    pieces += [(index, features.to(self.device)) for index, features in done]
+                    if progress is not None:
+                        progress.update(sum(len(index) for index, _ in done))
         index = np.concatenate([i for i, _ in pieces])
         outputs = [f for _, f in pieces]
         single = isinstance(outputs[0], torch.Tensor)

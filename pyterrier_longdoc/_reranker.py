@@ -48,9 +48,14 @@ class LongDocReranker(pt.Transformer):
             fresh head.
         batch_size: (query, chunk) sequences per encoder call.
         text_field: the column with the document text.
-        device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``.
+        device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of
+            devices shares inference batches among copies of the model, one per device (training
+            uses the first; train on several devices with ``torchrun``, see ``fit``).
         dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-            fp16) on CUDA and fp32 elsewhere. bf16 is about twice as fast on recent CPUs.
+            fp16) on CUDA and fp32 elsewhere. bf16 is about twice as fast on CPUs with native
+            bf16 (AMX, AVX512-BF16) and several times slower on the others. ``"int8"``: dynamic
+            int8 quantization of the encoder's linear layers for inference on the CPU (training
+            stays fp32).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
@@ -73,7 +78,7 @@ class LongDocReranker(pt.Transformer):
             _REGISTRY[name] = cls
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
-                 device: str | torch.device | None = None, dtype: str | torch.dtype | None = None,
+                 device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
                  verbose: bool = False, trust_remote_code: bool = False, **settings):
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
@@ -86,8 +91,16 @@ class LongDocReranker(pt.Transformer):
         self.batch_size = batch_size
         self.text_field = text_field
         self.verbose = verbose
-        self.device = torch.device(device) if device is not None else default_device()
-        self.autocast_dtype = resolve_dtype(dtype, self.device)
+        devices = device if isinstance(device, (list, tuple)) else [device if device is not None else default_device()]
+        if not devices:
+            raise ValueError("device is an empty list; give at least one device")
+        self.devices = [torch.device(d) for d in devices]
+        self.device = self.devices[0]
+        self.int8 = dtype == "int8"
+        if self.int8 and any(d.type != "cpu" for d in self.devices):
+            raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the CPU only")
+        self.autocast_dtype = None if self.int8 else resolve_dtype(dtype, self.device)
+        self._replicas: tuple[tuple, list[LongDocModel]] | None = None
 
         path = resolve_checkpoint(str(model_name_or_path))
         config = read_checkpoint_config(path) if path is not None else None
@@ -157,26 +170,54 @@ class LongDocReranker(pt.Transformer):
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
-    def score_batch(self, queries: list[str], texts: list[str], progress=None):
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
         """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
         with self.autocast():
-            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress)
+            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
 
     def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
         """Scores for inference: eval mode, no gradients, in groups of documents."""
         self.model.eval()
+        workers = self._inference_workers()
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
         progress = pt.tqdm(total=None, desc=repr(self), unit="seq", disable=not self.verbose or not texts)
         with torch.inference_mode(), progress:
             for start in range(0, len(texts), _GROUP_SIZE):
                 end = start + _GROUP_SIZE
-                scored = self.score_batch(queries[start:end], texts[start:end], progress)
+                scored = self.score_batch(queries[start:end], texts[start:end], progress, workers)
                 scores[start:end] = scored.scores.cpu().numpy()
                 cropped_queries += scored.cropped_queries
                 cropped_docs += scored.cropped_docs
         self._report_cropping(cropped_queries, cropped_docs, len(texts))
         return scores
+
+    def _inference_workers(self):
+        """Encoders for inference: the model itself, or copies of it on each device (quantized to
+        int8 with ``dtype="int8"``), rebuilt whenever the model's weights have changed."""
+        if len(self.devices) == 1 and not self.int8:
+            return None
+        # a tensor's _version counts its in-place changes: optimizer steps and load_state_dict
+        weights = tuple(p._version for p in self.model.parameters())
+        if self._replicas is None or self._replicas[0] != weights:
+            replicas = []
+            for device in self.devices:
+                replica = self.model.replica(device)
+                if self.int8:
+                    with warnings.catch_warnings():  # torch's own deprecation notice of quantized tensors
+                        warnings.simplefilter("ignore", UserWarning)
+                        replica.encoder = torch.ao.quantization.quantize_dynamic(
+                            replica.encoder, {torch.nn.Linear}, dtype=torch.qint8)
+                replicas.append(replica)
+            self._replicas = (weights, replicas)
+
+        def worker(replica):
+            def encode(batch):  # grad mode and autocast are per thread: set them in the worker
+                with torch.inference_mode(), self.autocast():
+                    return replica.encode(batch.to(replica.device))
+            return encode
+
+        return [worker(replica) for replica in self._replicas[1]]
 
     def _report_cropping(self, queries: int, docs: int, total: int) -> None:
         # say what was cut, once per call, rather than dropping it silently

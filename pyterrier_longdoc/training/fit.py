@@ -44,6 +44,11 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
             a later call with the same directory resumes from the last checkpoint and ends with
             the same model as an uninterrupted run.
         callback: called after every optimiser step with the history row.
+
+    Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
+    on GPU) every process takes its share of each step's queries and the gradients are summed
+    across processes before the step, as DistributedDataParallel does: the same global batch
+    gives the same training as one process. Rank 0 writes checkpoints and runs validation.
     """
     if epochs < 1 or negatives < 1 or queries_per_step < 1 or queries_per_forward < 1:
         raise ValueError("epochs, negatives, queries_per_step and queries_per_forward must be positive")
@@ -54,6 +59,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
     pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
     lookup = text_lookup(candidate_frame, reranker.text_field, text)
 
+    world, rank = distributed_setup(reranker)
     model = reranker.model
     head = [p for name, p in model.named_parameters() if not name.startswith("encoder.")]
     optimizer = torch.optim.AdamW([{"params": list(model.encoder.parameters()), "lr": lr},
@@ -86,11 +92,13 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         torch.manual_seed(seed)
 
     def checkpoint():
-        if checkpoints is not None:
+        if checkpoints is not None and rank == 0:
             save_checkpoint(checkpoints, step, reranker, optimizer, {"options": options, "history": history})
+        if world > 1:
+            torch.distributed.barrier()
 
     progress = pt.tqdm(total=total_steps, initial=step, desc=f"fit {type(reranker).__name__}", unit="step",
-                       disable=not reranker.verbose)
+                       disable=not reranker.verbose or rank != 0)
     with progress:
         for epoch in range(step // steps_per_epoch, epochs):
             instances = first_epoch if epoch == 0 else epoch_instances(epoch)
@@ -99,14 +107,17 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                 batch = instances[epoch_step * queries_per_step:(epoch_step + 1) * queries_per_step]
                 optimizer.zero_grad(set_to_none=True)
                 total = 0.0
-                for start in range(0, len(batch), queries_per_forward):
-                    part = batch[start:start + queries_per_forward]
+                mine = batch[rank::world]
+                for start in range(0, len(mine), queries_per_forward):
+                    part = mine[start:start + queries_per_forward]
                     docnos = [d for inst in part for d in inst.docnos]
                     queries = [inst.query for inst in part for _ in inst.docnos]
                     scores = reranker.score_batch(queries, lookup(docnos)).scores.view(len(part), -1)
                     value = criterion(scores)
                     value.backward()
                     total += value.item()
+                if world > 1:
+                    total = sum_across_processes(model, total)
                 optimizer.step()
                 scheduler.step()
                 step += 1
@@ -119,11 +130,56 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                 if callback is not None:
                     callback(row)
             if valid_topics is not None:
-                history[-1][valid_metric] = evaluate(reranker, valid_topics, valid_qrels, valid_candidates,
-                                                     valid_metric, lookup)
+                value = evaluate(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric,
+                                 lookup) if rank == 0 else 0.0
+                history[-1][valid_metric] = broadcast_value(value, world, reranker.device)
             checkpoint()
     model.eval()
     return pd.DataFrame(history)
+
+
+def distributed_setup(reranker) -> tuple[int, int]:
+    """(world size, rank); joins the process group torchrun describes, and gives every process
+    rank 0's weights (a fresh head is initialised differently in each)."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return 1, 0
+    if not dist.is_initialized() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        dist.init_process_group("nccl" if reranker.device.type == "cuda" else "gloo")
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return 1, 0
+    for tensor in reranker.model.state_dict().values():
+        dist.broadcast(tensor, src=0)
+    return dist.get_world_size(), dist.get_rank()
+
+
+def sum_across_processes(model: torch.nn.Module, loss: float) -> float:
+    """Sums every gradient (the losses are sums over queries) and the loss over the processes."""
+    import torch.distributed as dist
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    # a parameter no process used keeps no gradient, as in one process (AdamW then skips it)
+    used = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=params[0].device)
+    dist.all_reduce(used)
+    for p, flag in zip(params, used.tolist()):
+        if flag:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+    total = torch.tensor([loss], dtype=torch.float64, device=params[0].device)
+    dist.all_reduce(total)
+    return float(total.item())
+
+
+def broadcast_value(value: float, world: int, device: torch.device) -> float:
+    if world == 1:
+        return value
+    import torch.distributed as dist
+
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.broadcast(tensor, src=0)
+    return float(tensor.item())
 
 
 def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
