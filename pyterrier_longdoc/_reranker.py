@@ -158,6 +158,20 @@ class LongDocReranker(pt.Transformer):
             "encoder": self.model.encoder.config.to_dict(),
         })
 
+    def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
+                    token: str | None = None) -> str:
+        """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
+        needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
+        import tempfile
+
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_pretrained(folder)
+            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message))
+
     def __repr__(self) -> str:
         path, kwargs = self._call
         args = "".join(f", {k}={v!r}" for k, v in kwargs.items())

@@ -1,0 +1,71 @@
+"""The hub paths, offline: push_to_hub uploads what save_pretrained writes, and a hub id of a saved
+model downloads and loads it (huggingface_hub replaced by a local stand-in)."""
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import pyterrier_longdoc as pl
+
+
+class FakeHub:
+    """Repositories as local folders, with the huggingface_hub calls the library makes."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def repo(self, repo_id):
+        return self.root / repo_id.replace("/", "--")
+
+    # HfApi
+    def create_repo(self, repo_id, private=False, exist_ok=False):
+        self.repo(repo_id).mkdir(parents=True, exist_ok=exist_ok)
+
+    def upload_folder(self, repo_id, folder_path, commit_message):
+        shutil.copytree(folder_path, self.repo(repo_id), dirs_exist_ok=True)
+        return f"https://hub.example/{repo_id}/commit/1"
+
+    # file downloads
+    def hf_hub_download(self, repo_id, filename):
+        path = self.repo(repo_id) / filename
+        if not path.exists():
+            raise FileNotFoundError(f"{repo_id} has no {filename}")
+        return str(path)
+
+    def snapshot_download(self, repo_id, allow_patterns=None):
+        return str(self.repo(repo_id))
+
+
+@pytest.fixture()
+def hub(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    fake = FakeHub(tmp_path / "hub")
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: fake)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake.hf_hub_download)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake.snapshot_download)
+    return fake
+
+
+def test_push_then_load_by_hub_id(tiny_bert, hub):
+    torch.manual_seed(0)
+    model = pl.ParadeAttn(tiny_bert, window=12, stride=6)
+    frame = pd.DataFrame({"qid": ["1", "1"], "query": ["red cat"] * 2, "docno": ["a", "b"],
+                          "text": ["the red cat", "a blue river " * 20]})
+    assert model.push_to_hub("someone/parade-attn").endswith("/commit/1")
+    loaded = pl.LongDocReranker.from_pretrained("someone/parade-attn")
+    assert type(loaded) is pl.ParadeAttn and repr(loaded) == "ParadeAttn('someone/parade-attn')"
+    np.testing.assert_array_equal(loaded(frame)["score"], model(frame)["score"])
+
+
+def test_a_hub_id_that_is_not_a_saved_model_is_loaded_as_an_encoder(hub, monkeypatch):
+    (hub.root / "someone--encoder").mkdir(parents=True)
+    calls = []
+    monkeypatch.setattr("pyterrier_longdoc._reranker.load_backbone",
+                        lambda name, **kw: calls.append(name) or (_ for _ in ()).throw(OSError("offline")))
+    with pytest.raises(OSError, match="offline"):
+        pl.MaxP("someone/encoder")
+    assert calls == ["someone/encoder"]
