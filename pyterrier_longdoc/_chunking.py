@@ -22,6 +22,7 @@ CHUNK_SELECTIONS = ("first", "first_last_even")
 # not, the prefix doubles.
 _CHARS_PER_TOKEN = 8
 _WHITESPACE = re.compile(r"\s")
+_TOKENIZER_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,10 @@ class Tokenization:
             else:
                 self._cache.move_to_end((text, max_tokens))
                 ids[i], cropped[i] = hit
-        if todo:
-            unique = list(todo)
-            for text, (tokens, was_cropped) in zip(unique, self._tokenize(unique, max_tokens)):
+        unique = list(todo)
+        for start in range(0, len(unique), _TOKENIZER_BATCH):  # slices bound the tokenizer's own memory
+            texts_slice = unique[start:start + _TOKENIZER_BATCH]
+            for text, (tokens, was_cropped) in zip(texts_slice, self._tokenize(texts_slice, max_tokens)):
                 for i in todo[text]:
                     ids[i], cropped[i] = tokens, was_cropped
                 self._remember((text, max_tokens), (tokens, was_cropped))
@@ -188,7 +190,7 @@ class Tokenization:
                     retry.append(i)  # the prefix was too short to fill max_tokens: take more text
                     continue
                 cropped = len(tokens) > max_tokens or text_was_cut
-                result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int64), cropped)
+                result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int32), cropped)  # int32: half the cache
             pending, budget = retry, budget * 2
         return result  # type: ignore[return-value]
 

@@ -84,6 +84,7 @@ class LongDocModel(nn.Module):
         plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
         batches = length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
         workers = workers or [lambda batch: self.encode(batch.to(self.device))]
+        workers = [_owning(worker) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
         if len(workers) == 1:
@@ -149,6 +150,17 @@ class LongDocModel(nn.Module):
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / CONFIG_NAME}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
+def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:
+    """Features that own their memory: a view such as ``last_hidden_state[:, 0]`` would keep the
+    whole batch's hidden states alive until the group of documents is aggregated."""
+    def own(features):
+        if isinstance(features, tuple):
+            return tuple(own(f) for f in features)
+        return features.clone() if features._base is not None else features
+
+    return lambda batch: own(worker(batch))
 
 
 def _concat_padded(parts: list[torch.Tensor]) -> torch.Tensor:

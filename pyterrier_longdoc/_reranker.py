@@ -303,10 +303,23 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return None
     if isinstance(dtype, torch.dtype):
-        return None if dtype == torch.float32 else dtype
+        dtype = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype)
     if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)} or a torch.dtype")
-    return _DTYPES[dtype]
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}, 'int8' or a torch.dtype")
+    resolved = _DTYPES[dtype]
+    if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
+        warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
+                      "times slower than fp32 here; use dtype=None")
+    return resolved
+
+
+def native_bf16_cpu() -> bool:
+    """Whether this CPU computes bf16 natively (Linux: its /proc/cpuinfo flags)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def resolve_checkpoint(name_or_path: str) -> Path | None:

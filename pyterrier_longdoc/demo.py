@@ -15,6 +15,7 @@ import pyterrier as pt
 from pyterrier.measures import RR, nDCG
 
 from . import FirstP, MaxP, ParadeAttn
+from ._reranker import native_bf16_cpu
 from .synthetic import make_collection
 
 MODELS = (FirstP, MaxP, ParadeAttn)
@@ -39,15 +40,6 @@ def bm25_over(collection, index_dir: Path):
     return index.bm25()
 
 
-def native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively; elsewhere bf16 autocast is emulated and slower."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: str | None = None,
         candidates: int = 10) -> dict[str, pd.DataFrame]:
     """Runs the demo and returns the experiment tables by query group ("near", "far", "all")."""
@@ -55,7 +47,7 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     backbone = backbone or packaged_minilm()
-    dtype = "bf16" if native_bf16() else None
+    dtype = "bf16" if native_bf16_cpu() else None
     collection = make_collection(n_queries=16 if quick else 120)
     print(f"Collection: {collection!r}")
     train, test = collection.split("train"), collection.split("test")

@@ -1,15 +1,16 @@
 """A deterministic, generated long-document collection for demos and tests.
 
 Every query asks for one attribute of one entity ("what color is the bridge of carter").
-Each query has its own small pool of long documents (700-1100 wordpiece tokens by default)
-that all talk about that entity, so BM25 retrieves them together. Exactly one document holds
-the answering passage; it sits either inside the first ``near_limit`` tokens (a *near* query) or
-at word ``far_start`` or later, beyond a 512-token cross-encoder input (a *far* query).
+Each query has its own small pool of long documents (about 800-1150 wordpiece tokens by
+default) that all mention that entity, so BM25 retrieves them together. Exactly one document
+holds the answering passage (four sentences, each restating the entity and the asked
+attribute). It sits either inside the first ``near_limit`` tokens (a *near* query) or at word
+``far_start`` or later, beyond a 512-token cross-encoder input (a *far* query).
 
 The other documents are hard negatives built by the same process:
 
 * ``other_entity``: a passage answering the *same attribute* for a different entity. It shares
-  the query's cue words ("color", "painted"), so BM25 cannot separate it from the answer.
+  the query's cue words ("color", "painted"), so BM25 ranks it close to the answer.
 * ``other_attribute``: a passage about the *same entity* but another attribute.
 * ``no_passage``: topic filler only.
 
@@ -121,7 +122,7 @@ _FILLER_TEMPLATES = (
 )
 # Share of sentences that mention the query's entity: enough for BM25 to find every document of
 # the query, few enough that the passage stands out.
-_TOPIC_RATE = 0.2
+_TOPIC_RATE = 0.1
 
 
 @dataclass(frozen=True)
@@ -133,24 +134,27 @@ class _Attribute:
     passage: tuple[str, ...]
 
 
-# Cue words ("color", "opened", "tall", ...) appear only in queries and passages.
+# Cue words ("color", "opened", "tall", ...) appear only in queries and passages. Every passage
+# sentence restates the entity and a cue word, so the passage is the one dense match of the query.
 _ATTRIBUTES = (
     _Attribute(
         "what color is the {obj} of {name}",
         tuple("red blue green white black yellow gray brown orange purple pink golden silver".split()),
         (
+            "the color of the {obj} of {name} is {val}.",
             "the {obj} of {name} is painted {val}.",
-            "the people of {name} chose the {val} color long ago.",
-            "every spring the {obj} is painted {val} again.",
+            "people say the {val} color suits the {obj} of {name}.",
+            "every spring the {obj} of {name} is painted {val} again.",
         ),
     ),
     _Attribute(
-        "in what year did the {obj} of {name} open",
+        "in what year was the {obj} of {name} opened",
         tuple(str(year) for year in range(1750, 1950)),
         (
-            "the {obj} of {name} opened in the year {val}.",
-            "since it opened in {val}, the {obj} has been the heart of {name}.",
-            "the opening of the {obj} in {val} was a great day.",
+            "the {obj} of {name} was opened in the year {val}.",
+            "since the year {val}, the {obj} of {name} has been open.",
+            "the {obj} of {name} opened its doors in {val}.",
+            "the opening of the {obj} of {name} in {val} was a great day.",
         ),
     ),
     _Attribute(
@@ -158,8 +162,9 @@ _ATTRIBUTES = (
         tuple("12 15 18 20 25 30 35 40 45 50 60 70 80 90 100 120 150 200".split()),
         (
             "the {obj} of {name} is {val} meters tall.",
-            "at {val} meters, the {obj} is taller than any house in {name}.",
-            "the height of the {obj} is {val} meters.",
+            "at {val} meters, the {obj} of {name} is taller than any house.",
+            "the height of the {obj} of {name} is {val} meters.",
+            "few buildings are as tall as the {obj} of {name}.",
         ),
     ),
     _Attribute(
@@ -167,8 +172,9 @@ _ATTRIBUTES = (
         tuple("stone wood brick iron glass marble steel clay copper granite timber concrete bronze".split()),
         (
             "the {obj} of {name} is made of {val}.",
-            "{val} was the material used for the {obj} itself.",
-            "the {val} of the {obj} came from hills near {name}.",
+            "{val} is the material the {obj} of {name} is made of.",
+            "the {val} used for the {obj} of {name} came from the hills.",
+            "builders made the {obj} of {name} from {val} long ago.",
         ),
     ),
     _Attribute(
@@ -176,8 +182,9 @@ _ATTRIBUTES = (
         tuple("john mary james anna peter sarah thomas emma william alice george helen henry laura".split()),
         (
             "a {job} named {val} takes care of the {obj} of {name}.",
-            "{val} has been the keeper of the {obj} for a long time.",
-            "people in {name} know that {val} cares for the {obj}.",
+            "{val} has been the keeper of the {obj} of {name} for a long time.",
+            "people know that {val} takes good care of the {obj} of {name}.",
+            "the care of the {obj} of {name} is the job of {val}.",
         ),
     ),
     _Attribute(
@@ -185,8 +192,9 @@ _ATTRIBUTES = (
         tuple("300 400 500 600 700 800 900 1000 1200 1500 2000 3000 5000".split()),
         (
             "about {val} visitors come to the {obj} of {name} each day.",
-            "most people who visit {name} also visit the {obj}.",
-            "the {obj} has {val} visitors on a busy day.",
+            "most visitors to {name} come to see the {obj} of {name}.",
+            "the {obj} of {name} has {val} visitors on a busy day.",
+            "many visitors come to the {obj} of {name} in the summer.",
         ),
     ),
 )
@@ -396,7 +404,9 @@ def make_collection(
 
     Args:
         n_queries: number of topics; each asks for one attribute of its own entity.
-        docs_per_query: documents per topic: one answer and ``docs_per_query - 1`` hard negatives.
+        docs_per_query: documents per topic: one answer and ``docs_per_query - 1`` hard
+            negatives (cycling through other entity, other attribute, no passage). Six keeps
+            a BM25 top 10 over all of a topic's documents and the demo within CPU budgets.
         seed: the same seed (and arguments) gives identical frames in any process.
         far_fraction: share of topics whose passages (answer and negatives' distractors) start at
             word ``far_start`` or later; the others are near.

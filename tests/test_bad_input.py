@@ -172,3 +172,13 @@ def test_overrides_apply_to_a_loaded_checkpoint(saved):
     loaded = pl.MaxP.from_pretrained(saved, window=10, stride=5, batch_size=3)
     assert loaded.settings["window"] == 10 and loaded.batch_size == 3
     assert repr(loaded) == f"MaxP({str(saved)!r}, batch_size=3, window=10, stride=5)"
+
+
+def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):
+    monkeypatch.setattr("pyterrier_longdoc._reranker.native_bf16_cpu", lambda: False)
+    with pytest.warns(UserWarning, match="no native bf16"):
+        pl.MaxP(tiny_bert, dtype="bf16", device="cpu")
+    monkeypatch.setattr("pyterrier_longdoc._reranker.native_bf16_cpu", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert pl.MaxP(tiny_bert, dtype=torch.bfloat16, device="cpu").autocast_dtype == torch.bfloat16

