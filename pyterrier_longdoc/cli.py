@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--output", default="demo-output", help="where the index, models and plot go")
     demo.add_argument("--quick", action="store_true", help="a tiny collection, for a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
+    demo.add_argument("--seeds", type=int, help="instead: FirstP against MaxP over this many seeds, with gains")
 
     runtime = argparse.ArgumentParser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
@@ -89,9 +90,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "demo":
-        from .demo import run
+        from .demo import run, run_seeds
 
-        run(args.output, quick=args.quick, backbone=args.backbone)
+        if args.seeds:
+            run_seeds(args.output, seeds=args.seeds, quick=args.quick, backbone=args.backbone)
+        else:
+            run(args.output, quick=args.quick, backbone=args.backbone)
         return 0
 
     import pyterrier as pt

@@ -7,12 +7,13 @@ holds the answering passage (four sentences, each restating the entity and the a
 attribute). It sits either inside the first ``near_limit`` tokens (a *near* query) or at word
 ``far_start`` or later, beyond a 512-token cross-encoder input (a *far* query).
 
-The other documents are hard negatives built by the same process:
+The other documents are hard negatives built by the same process, cycling through:
 
-* ``other_entity``: a passage answering the *same attribute* for a different entity. It shares
-  the query's cue words ("color", "painted"), so BM25 ranks it close to the answer.
 * ``other_attribute``: a passage about the *same entity* but another attribute.
 * ``no_passage``: topic filler only.
+* ``other_entity``: a passage answering the *same attribute* for a different entity. It shares
+  the query's cue words ("color", "painted"), so BM25 ranks it close to the answer, and a model
+  must match the entity, not only the attribute, to rank it below.
 
 Negatives place their passage with the same near/far rule as their query's answer, and every
 document of a query draws its filler from the same distribution. So the first ~477 tokens of a
@@ -199,8 +200,10 @@ _ATTRIBUTES = (
     ),
 )
 
-# Negative documents of a query cycle through these kinds.
-_NEGATIVE_KINDS = ("other_entity", "other_attribute", "no_passage")
+# Negative documents of a query cycle through these kinds. Other-entity negatives come last:
+# telling them apart needs entity matching, which a small model learns more slowly than
+# attribute matching, so they are the fewest.
+_NEGATIVE_KINDS = ("other_attribute", "no_passage", "other_entity")
 
 # BERT-style cross-encoders read 512 tokens; FirstP sees fewer document tokens than that.
 _MODEL_INPUT_TOKENS = 512
@@ -405,8 +408,8 @@ def make_collection(
     Args:
         n_queries: number of topics; each asks for one attribute of its own entity.
         docs_per_query: documents per topic: one answer and ``docs_per_query - 1`` hard
-            negatives (cycling through other entity, other attribute, no passage). Six keeps
-            a BM25 top 10 over all of a topic's documents and the demo within CPU budgets.
+            negatives (cycling through other attribute, no passage, other entity). Six keeps
+            all of a topic's documents in a BM25 top 10 and the demo within CPU budgets.
         seed: the same seed (and arguments) gives identical frames in any process.
         far_fraction: share of topics whose passages (answer and negatives' distractors) start at
             word ``far_start`` or later; the others are near.

@@ -55,7 +55,7 @@ def test_deterministic_in_process(coll):
     assert again == coll
     for frame in FRAMES:
         pd.testing.assert_frame_equal(getattr(again, frame), getattr(coll, frame))
-    assert not make_collection(seed=1).docs["text"].equals(coll.docs["text"])
+    assert not make_collection(n_queries=5, seed=1).docs["text"].equals(make_collection(n_queries=5).docs["text"])
 
 
 def test_deterministic_across_processes(coll):
@@ -168,7 +168,7 @@ def test_get_text(coll):
 
 def test_bm25_finds_the_relevant_doc(coll, tmp_path):
     pisa = pytest.importorskip("pyterrier_pisa")
-    index = pisa.PisaIndex(str(tmp_path / "idx"))
+    index = pisa.PisaIndex(str(tmp_path / "idx"), text_field="text")
     index.index(coll.docs.to_dict("records"))
     res = (index.bm25() % 10 >> coll.get_text())(coll.topics)
     hits = res.merge(coll.qrels[coll.qrels["label"] == 1], on=["qid", "docno"])
