@@ -43,18 +43,21 @@ def bm25_over(collection, index_dir: Path):
     return index.bm25()
 
 
+def _setup(output: str | Path, quick: bool, backbone: str | None):
+    """The output folder, the backbone, the dtype and the collection the demos share."""
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    collection = make_collection(**{**COLLECTION, "n_queries": 16 if quick else COLLECTION["n_queries"]})
+    print(f"Collection: {collection!r}")
+    return output, backbone or packaged_minilm(), "bf16" if native_bf16_cpu() else None, collection
+
+
 def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: str | None = None,
         candidates: int = 6) -> dict[str, pd.DataFrame]:
     """Runs the demo and returns the experiment tables by query group ("near", "far", "all")."""
     started = time.time()
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    backbone = backbone or packaged_minilm()
-    dtype = "bf16" if native_bf16_cpu() else None
-    collection = make_collection(**{**COLLECTION, "n_queries": 16 if quick else COLLECTION["n_queries"]})
-    print(f"Collection: {collection!r}")
+    output, backbone, dtype, collection = _setup(output, quick, backbone)
     train, test = collection.split("train"), collection.split("test")
-
     bm25 = bm25_over(collection, output / "pisa-index")
     first_stage = bm25 % candidates >> collection.get_text()
     plot = _positional_bias_plot(collection, output / "positional-bias.png", backbone)
@@ -100,11 +103,7 @@ def run_seeds(output: str | Path = "demo-output", *, seeds: int = 3, quick: bool
     relative gains over FirstP as in the papers' tables."""
     from .evaluation import multi_seed_experiment
 
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    backbone = backbone or packaged_minilm()
-    dtype = "bf16" if native_bf16_cpu() else None
-    collection = make_collection(**{**COLLECTION, "n_queries": 16 if quick else COLLECTION["n_queries"]})
+    output, backbone, dtype, collection = _setup(output, quick, backbone)
     train, test = collection.split("train"), collection.split("test")
     first_stage = bm25_over(collection, output / "pisa-index") % candidates >> collection.get_text()
 
