@@ -72,6 +72,11 @@ class LongDocModel(nn.Module):
         )
         return self.aggregator.chunk_features(output, batch)
 
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        """The (start, end) document-token spans encoded of ``text``, one per chunk."""
+        (ids,), _ = self.tokenization([text], self.chunking.tokens_read(self.layout))
+        return self.chunking.spans(len(ids), self.layout)
+
     def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,
               workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None) -> Scored:
         """Scores of ``(queries[i], texts[i])``; keeps gradients unless called under no_grad.

@@ -179,6 +179,13 @@ class LongDocReranker(pt.Transformer):
 
     # --- scoring ---
 
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
+        tokens of the text without special tokens (end exclusive), after every cap."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return self.model.chunk_spans(text)
+
     def autocast(self):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()

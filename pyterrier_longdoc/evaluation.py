@@ -70,6 +70,9 @@ def multi_seed_experiment(systems: Mapping[str, Any] | Sequence[Any], topics: pd
     for option in ("perquery", "baseline", "names", "correction", "dataframe"):
         if option in experiment_options:
             raise TypeError(f"multi_seed_experiment sets pt.Experiment's {option!r} itself")
+    if "save_dir" in experiment_options:  # pt.Experiment names a saved run by system, not by seed
+        raise TypeError("save_dir is not supported: pt.Experiment would save every seed's run of a system under "
+                        "one name and read the first seed's run back for the others; save each seed's run yourself")
 
     per_seed = _per_query(systems, seeds, topics, qrels, eval_metrics, experiment_options)
     measures = list(dict.fromkeys(per_seed["measure"]))

@@ -7,15 +7,17 @@ holds the answering passage (four sentences, each restating the entity and the a
 attribute). It sits either inside the first ``near_limit`` tokens (a *near* query) or at word
 ``far_start`` or later, beyond a 512-token cross-encoder input (a *far* query).
 
-The other documents are hard negatives built by the same process, cycling through:
+The other documents are hard negatives built by the same process. What they hold where the
+answer would be depends on their kind (``negative_kinds``, cycled over a topic's negatives):
 
+* ``scattered`` (the default): four isolated sentences with the query's cue words ("nobody
+  remembers the color of the old fence") that answer nothing. BM25 sees the same terms as in
+  the answer; a model has to find the dense block that restates the entity and the attribute.
 * ``other_attribute``: a passage about the *same entity* but another attribute.
 * ``no_passage``: topic filler only.
-* ``other_entity``: a passage answering the *same attribute* for a different entity. It shares
-  the query's cue words ("color", "painted"), so BM25 ranks it close to the answer, and a model
-  must match the entity, not only the attribute, to rank it below.
+* ``other_entity``: a passage answering the *same attribute* for a different entity.
 
-Negatives place their passage with the same near/far rule as their query's answer, and every
+Negatives place their sentences by the same near/far rule as their query's answer, and every
 document of a query draws its filler from the same distribution. So the first ~477 tokens of a
 far query's documents look alike whether or not the document is relevant: a FirstP model can
 only guess there, while a model that sees the whole document (MaxP, PARADE) can find the
@@ -32,12 +34,13 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ["SyntheticCollection", "make_collection"]
+__all__ = ["DEFAULT_NEGATIVES", "NEGATIVE_KINDS", "SyntheticCollection", "make_collection"]
 
 # --- word lists ------------------------------------------------------------------------------
 # Filler words never include the entity, value or cue words below, so query terms only occur in
@@ -128,15 +131,18 @@ _TOPIC_RATE = 0.1
 
 @dataclass(frozen=True)
 class _Attribute:
-    """One kind of question: its query template, answer values and passage sentences."""
+    """One kind of question: its query template, answer values, the answering passage's
+    sentences and ``cues``: sentences that use the same cue words but answer nothing."""
 
     query: str
     values: tuple[str, ...]
     passage: tuple[str, ...]
+    cues: tuple[str, ...]
 
 
-# Cue words ("color", "opened", "tall", ...) appear only in queries and passages. Every passage
-# sentence restates the entity and a cue word, so the passage is the one dense match of the query.
+# Cue words ("color", "opened", "tall", ...) appear only in queries, passages and cue sentences.
+# Every passage sentence restates the entity and a cue word, so the passage is the one dense
+# match of the query; cue sentences carry the same words one at a time, answering nothing.
 _ATTRIBUTES = (
     _Attribute(
         "what color is the {obj} of {name}",
@@ -146,6 +152,12 @@ _ATTRIBUTES = (
             "the {obj} of {name} is painted {val}.",
             "people say the {val} color suits the {obj} of {name}.",
             "every spring the {obj} of {name} is painted {val} again.",
+        ),
+        (
+            "nobody in {name} remembers the color of the {adj} {noun}.",
+            "the {noun} by the {noun} was painted long ago.",
+            "{plural} argued about the color of the {noun}.",
+            "the {adj} {noun} was painted again.",
         ),
     ),
     _Attribute(
@@ -157,6 +169,12 @@ _ATTRIBUTES = (
             "the {obj} of {name} opened its doors in {val}.",
             "the opening of the {obj} of {name} in {val} was a great day.",
         ),
+        (
+            "nobody in {name} knows the year the {noun} was opened.",
+            "the {adj} {noun} opened again that year.",
+            "{plural} talked about the opening of the {noun}.",
+            "the {noun} was opened by {plural}.",
+        ),
     ),
     _Attribute(
         "how tall is the {obj} of {name}",
@@ -166,6 +184,12 @@ _ATTRIBUTES = (
             "at {val} meters, the {obj} of {name} is taller than any house.",
             "the height of the {obj} of {name} is {val} meters.",
             "few buildings are as tall as the {obj} of {name}.",
+        ),
+        (
+            "nobody in {name} measured how tall the {noun} was.",
+            "the {noun} was not very tall.",
+            "{plural} asked about the height of the {noun} in meters.",
+            "the tall {noun} stood {prep} the {noun}.",
         ),
     ),
     _Attribute(
@@ -177,6 +201,12 @@ _ATTRIBUTES = (
             "the {val} used for the {obj} of {name} came from the hills.",
             "builders made the {obj} of {name} from {val} long ago.",
         ),
+        (
+            "nobody in {name} knows what the {noun} was made of.",
+            "the {noun} was made by {plural}.",
+            "{plural} asked about the material of the {noun}.",
+            "the {adj} {noun} was made long ago.",
+        ),
     ),
     _Attribute(
         "who takes care of the {obj} of {name}",
@@ -186,6 +216,12 @@ _ATTRIBUTES = (
             "{val} has been the keeper of the {obj} of {name} for a long time.",
             "people know that {val} takes good care of the {obj} of {name}.",
             "the care of the {obj} of {name} is the job of {val}.",
+        ),
+        (
+            "nobody in {name} takes care of the {adj} {noun}.",
+            "the keeper of the {noun} {vi} {adv}.",
+            "{plural} take care of the {noun}.",
+            "the {noun} needs more care.",
         ),
     ),
     _Attribute(
@@ -197,13 +233,22 @@ _ATTRIBUTES = (
             "the {obj} of {name} has {val} visitors on a busy day.",
             "many visitors come to the {obj} of {name} in the summer.",
         ),
+        (
+            "few visitors from {name} come to the {adj} {noun}.",
+            "the {noun} had no visitors that day.",
+            "{plural} visit the {noun} every day.",
+            "visitors rarely come to see the {noun}.",
+        ),
     ),
 )
 
-# Negative documents of a query cycle through these kinds. Other-entity negatives come last:
-# telling them apart needs entity matching, which a small model learns more slowly than
-# attribute matching, so they are the fewest.
-_NEGATIVE_KINDS = ("other_attribute", "no_passage", "other_entity")
+# What a negative document holds where the answer would be; see the module docstring.
+NEGATIVE_KINDS = ("scattered", "other_attribute", "no_passage", "other_entity")
+# The default: BM25-hard (same cue words as the answer) yet learnable in a few dozen steps (a
+# dense answer block against isolated cue sentences). Mixing in other_attribute and
+# other_entity asks a model to match the attribute and the entity, which a small cross-encoder
+# does not learn from a few dozen training queries.
+DEFAULT_NEGATIVES = ("scattered",)
 
 # BERT-style cross-encoders read 512 tokens; FirstP sees fewer document tokens than that.
 _MODEL_INPUT_TOKENS = 512
@@ -235,51 +280,75 @@ def _passage(attribute: _Attribute, entity: dict[str, str], rng: random.Random) 
     return sentences
 
 
+def _blocks(
+    kind: str, attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random
+) -> list[list[str]]:
+    """The sentence blocks a document of this kind places in its passage region."""
+    if kind == "answer":
+        return [_passage(attribute, entity, rng)]
+    if kind == "other_entity":
+        other = {
+            "obj": rng.choice([o for o in _OBJECTS if o != entity["obj"]]),
+            "name": rng.choice([n for n in spare_names if n != entity["name"]]),
+        }
+        return [_passage(attribute, other, rng)]
+    if kind == "other_attribute":
+        return [_passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), entity, rng)]
+    if kind == "scattered":  # one block per sentence: the cue words, spread out, answering nothing
+        return [[_fill(template, rng, entity)] for template in attribute.cues]
+    return []  # no_passage
+
+
 def _document(
     rng: random.Random,
     entity: dict[str, str],
-    passage: list[str] | None,
+    blocks: list[list[str]],
     far: bool,
     near_limit: int,
     far_start: int,
     doc_words: tuple[int, int],
-) -> tuple[str, tuple[int, int, int, int] | None]:
-    """Builds one document around ``passage``; returns its text and the passage's
-    (start_char, end_char, start_word, end_word), or None without a passage.
+) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """Builds one document of topic filler with ``blocks`` (lists of sentences) placed by the
+    near/far rule; returns its text and each block's (start_char, end_char, start_word, end_word).
 
-    The filler before the passage does not depend on the passage, so documents of one query
-    are alike up to the passage position.
+    The filler before the first block does not depend on the blocks, so documents of one query
+    are alike up to the passage region.
     """
     target_words = rng.randint(*doc_words)
-    passage = passage or []
-    p_words, p_tokens = sum(map(_n_words, passage)), sum(map(_n_tokens, passage))
-    if far:  # start at the first sentence boundary at or after word `start`
-        start = rng.randint(far_start, max(far_start, target_words - p_words))
-    else:  # start at the last sentence boundary that lets the passage end by token `near_limit`
-        start = rng.randint(0, near_limit - p_tokens)
+    size = _n_words if far else _n_tokens  # the unit of the far / near rule
+    lengths = [sum(map(size, block)) for block in blocks]
+    low, high = (far_start, max(far_start, target_words - sum(lengths))) if far else (0, near_limit - sum(lengths))
+    offsets = sorted(rng.randint(low, high) for _ in blocks)
+    # Each block is due after the blocks before it, so near blocks all end by token near_limit.
+    due = [offset + sum(lengths[:k]) for k, offset in enumerate(offsets)]
 
     sentences: list[str] = []
+    firsts: list[int] = []  # index of each placed block's first sentence
     words = tokens = 0
-    at: int | None = None  # index of the passage's first sentence once placed
-    while words < target_words or (passage and at is None):
+    while words < target_words or len(firsts) < len(blocks):
         topic = rng.random() < _TOPIC_RATE
         sentence = _fill(rng.choice(_TOPIC_TEMPLATES if topic else _FILLER_TEMPLATES), rng, entity)
-        due = words >= start if far else tokens + _n_tokens(sentence) > start
-        if passage and at is None and (due or words >= target_words):
-            at = len(sentences)
-            sentences += passage
-            words, tokens = words + p_words, tokens + p_tokens
-            if words >= target_words:
-                break
+        # Far blocks start at the first sentence boundary at or after their word offset; near
+        # blocks at the last boundary at or before their token offset.
+        while len(firsts) < len(blocks) and (
+            words >= target_words
+            or (words >= due[len(firsts)] if far else tokens + _n_tokens(sentence) > due[len(firsts)])
+        ):
+            block = blocks[len(firsts)]
+            firsts.append(len(sentences))
+            sentences += block
+            words, tokens = words + sum(map(_n_words, block)), tokens + sum(map(_n_tokens, block))
+        if words >= target_words and len(firsts) == len(blocks):
+            break
         sentences.append(sentence)
         words, tokens = words + _n_words(sentence), tokens + _n_tokens(sentence)
 
-    text = " ".join(sentences)
-    if at is None:
-        return text, None
-    start_char = sum(len(s) + 1 for s in sentences[:at])
-    start_word = sum(map(_n_words, sentences[:at]))
-    return text, (start_char, start_char + len(" ".join(passage)), start_word, start_word + p_words)
+    spans = []
+    for block, first in zip(blocks, firsts):
+        start_char = sum(len(s) + 1 for s in sentences[:first])
+        start_word = sum(map(_n_words, sentences[:first]))
+        spans.append((start_char, start_char + len(" ".join(block)), start_word, start_word + sum(map(_n_words, block))))
+    return " ".join(sentences), spans
 
 
 # --- the collection ----------------------------------------------------------------------------
@@ -366,7 +435,8 @@ class SyntheticCollection:
         )
 
 
-def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction) -> None:
+def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
+                negative_kinds) -> None:
     if n_queries <= 0:
         raise ValueError(f"n_queries must be positive, got {n_queries}")
     if n_queries > len(_NAMES) * len(_OBJECTS):
@@ -376,7 +446,8 @@ def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, 
     for name, value in (("far_fraction", far_fraction), ("test_fraction", test_fraction)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be within [0, 1], got {value}")
-    longest_passage = max(sum(map(_n_tokens, a.passage)) for a in _ATTRIBUTES)  # slots are one word
+    # Slots in passages and cue sentences are single words, so templates count as filled.
+    longest_passage = max(sum(map(_n_tokens, block)) for a in _ATTRIBUTES for block in (a.passage, a.cues))
     if near_limit < longest_passage:
         raise ValueError(f"near_limit must be at least {longest_passage} tokens to hold a passage, got {near_limit}")
     if far_start <= _MODEL_INPUT_TOKENS:
@@ -386,6 +457,8 @@ def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, 
         )
     if near_limit >= far_start:
         raise ValueError(f"near_limit ({near_limit}) must be below far_start ({far_start})")
+    if not negative_kinds or set(negative_kinds) - set(NEGATIVE_KINDS):
+        raise ValueError(f"negative_kinds must be a non-empty sequence of {', '.join(NEGATIVE_KINDS)}; got {negative_kinds!r}")
     low, high = doc_words
     if not far_start + _FAR_ROOM_WORDS <= low <= high:
         raise ValueError(
@@ -402,27 +475,31 @@ def make_collection(
     near_limit: int = 300,
     far_start: int = 600,
     test_fraction: float = 0.25,
+    negative_kinds: Sequence[str] = DEFAULT_NEGATIVES,
 ) -> SyntheticCollection:
     """Generates a deterministic long-document collection.
 
     Args:
         n_queries: number of topics; each asks for one attribute of its own entity.
         docs_per_query: documents per topic: one answer and ``docs_per_query - 1`` hard
-            negatives (cycling through other attribute, no passage, other entity). Six keeps
-            all of a topic's documents in a BM25 top 10 and the demo within CPU budgets.
+            negatives. Six keeps all of a topic's documents in a BM25 top 10 and the demo
+            within CPU budgets.
         seed: the same seed (and arguments) gives identical frames in any process.
         far_fraction: share of topics whose passages (answer and negatives' distractors) start at
             word ``far_start`` or later; the others are near.
-        doc_words: range of document lengths in words (tokens are ~8% more: punctuation).
+        doc_words: range of document lengths in words (tokens are ~13% more: punctuation).
         near_limit: near passages end within this many wordpiece tokens.
         far_start: far passages start at this word (so token) offset or later; must exceed 512.
         test_fraction: share of topics in the 'test' split, taken separately from near and far
             topics so both splits hold both kinds.
+        negative_kinds: kinds of negative documents (from ``NEGATIVE_KINDS``), cycled over each
+            topic's negatives; see the module docstring.
 
     Raises:
         ValueError: naming the argument that is out of range.
     """
-    _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction)
+    _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
+                negative_kinds)
     rng = random.Random(f"pyterrier_longdoc.synthetic:{seed}")
     width = len(str(n_queries))
 
@@ -458,27 +535,16 @@ def make_collection(
         # One stream per topic: a topic's documents do not depend on the other topics' text.
         qrng = random.Random(f"pyterrier_longdoc.synthetic:{seed}:{qid}")
         relevant_slot = qrng.randrange(docs_per_query)
-        negatives = iter(_NEGATIVE_KINDS * docs_per_query)
+        negatives = iter(tuple(negative_kinds) * docs_per_query)
         for slot in range(docs_per_query):
             docno = f"d{i + 1:0{width}d}-{slot}"
             kind = "answer" if slot == relevant_slot else next(negatives)
-            if kind == "answer":
-                passage = _passage(attribute, entity, qrng)
-            elif kind == "other_entity":
-                other = {
-                    "obj": qrng.choice([o for o in _OBJECTS if o != entity["obj"]]),
-                    "name": qrng.choice([n for n in spare_names if n != entity["name"]]),
-                }
-                passage = _passage(attribute, other, qrng)
-            elif kind == "other_attribute":
-                passage = _passage(qrng.choice([a for a in _ATTRIBUTES if a is not attribute]), entity, qrng)
-            else:
-                passage = None
-            text, span = _document(qrng, entity, passage, position == "far", near_limit, far_start, doc_words)
+            blocks = _blocks(kind, attribute, entity, spare_names, qrng)
+            text, spans = _document(qrng, entity, blocks, position == "far", near_limit, far_start, doc_words)
             docs.append((docno, text))
             qrels.append((qid, docno, int(kind == "answer")))
             if kind == "answer":
-                answers.append((qid, docno, *span))
+                answers.append((qid, docno, *spans[0]))
 
     return SyntheticCollection(
         docs=pd.DataFrame(docs, columns=["docno", "text"]),

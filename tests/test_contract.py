@@ -105,3 +105,23 @@ def test_works_after_a_first_stage_in_an_experiment(model):
     qrels = inp.assign(label=(inp["docno"] == "d3").astype(int))[["qid", "docno", "label"]]
     table = pt.Experiment([first_stage, first_stage >> model], topics, qrels, [nDCG @ 10], names=["bm25", "model"])
     assert list(table["name"]) == ["bm25", "model"]
+
+
+def test_chunk_spans_are_what_the_encoder_reads(model, monkeypatch):
+    """``chunk_spans`` reports exactly the document tokens each encoded chunk holds."""
+    encode = model.model.encode
+    seen = []
+
+    def recording(batch):
+        seen.extend(batch.doc_mask.sum(1).tolist())
+        return encode(batch)
+
+    monkeypatch.setattr(model.model, "encode", recording)
+    for text in frame()["text"].unique():
+        seen.clear()
+        model.score_texts(["red cat"], [text])
+        spans = model.chunk_spans(text)
+        assert sorted(end - start for start, end in spans) == sorted(seen), text[:30]
+        assert spans[0][0] == 0 and all(a < b or a == b == 0 for a, b in spans)
+    with pytest.raises(TypeError, match="text must be a str"):
+        model.chunk_spans(None)

@@ -137,6 +137,9 @@ def test_firstp_mapping_lists_and_errors():
     assert calls == []
     with pytest.raises(ValueError, match="lists 2 systems for 3 seeds"):
         multi_seed_experiment({"MaxP": spec["MaxP"]}, TOPICS, QRELS, [RR], seeds=[0, 1, 5])
+    for option in ({"dataframe": False}, {"save_dir": "runs"}):
+        with pytest.raises(TypeError, match=next(iter(option))):
+            multi_seed_experiment(spec, TOPICS, QRELS, [RR], seeds=[0, 1], **option)
 
 
 def test_format_gain():

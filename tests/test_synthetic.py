@@ -10,7 +10,7 @@ import pyterrier as pt
 import pytest
 
 from pyterrier_longdoc import synthetic
-from pyterrier_longdoc.synthetic import SyntheticCollection, make_collection
+from pyterrier_longdoc.synthetic import NEGATIVE_KINDS, SyntheticCollection, make_collection
 
 FRAMES = ("docs", "topics", "qrels", "answers")
 # Hashing the docs in a fresh process (with its own hash() salt) checks cross-process determinism.
@@ -20,9 +20,10 @@ DOCS_DIGEST = (
 )
 
 
-@pytest.fixture(scope="module")
-def coll():
-    return make_collection()
+@pytest.fixture(scope="module", params=["default", "all-kinds"])
+def coll(request):
+    """The default collection, and one with every kind of negative document."""
+    return make_collection() if request.param == "default" else make_collection(negative_kinds=NEGATIVE_KINDS)
 
 
 @pytest.fixture(scope="module")
@@ -45,23 +46,37 @@ def entity(query: str) -> str:
     return re.search(r"the \w+ of \w+", query).group()
 
 
+def cue_words(attribute) -> set[str]:
+    """Literal words and values of an attribute's passage and cue sentences."""
+    words = " ".join(attribute.passage + attribute.cues).replace(".", " ").replace(",", " ").split()
+    return {w for w in words if "{" not in w} | set(attribute.values)
+
+
+def filler_words() -> set[str]:
+    """Every word the filler and topic-mention sentences can produce."""
+    templates = " ".join(synthetic._TOPIC_TEMPLATES + synthetic._FILLER_TEMPLATES)
+    slots = re.findall(r"\{(\w+)\}", templates)
+    words = {w.strip(".,") for w in templates.split()}
+    return words | {w for slot in slots for phrase in synthetic._WORDS.get(slot, ()) for w in phrase.split()}
+
+
 def tokens_before(offsets, char: int) -> int:
     """Number of wordpieces that end at or before character ``char``."""
     return sum(end <= char for _, end in offsets)
 
 
-def test_deterministic_in_process(coll):
-    again = make_collection()
+def test_deterministic_in_process():
+    coll, again = make_collection(), make_collection()
     assert again == coll
     for frame in FRAMES:
         pd.testing.assert_frame_equal(getattr(again, frame), getattr(coll, frame))
     assert not make_collection(n_queries=5, seed=1).docs["text"].equals(make_collection(n_queries=5).docs["text"])
 
 
-def test_deterministic_across_processes(coll):
+def test_deterministic_across_processes():
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", DOCS_DIGEST], cwd=root, capture_output=True, text=True, check=True)
-    assert out.stdout.split()[-1] == hashlib.sha256(coll.docs.to_csv().encode()).hexdigest()
+    assert out.stdout.split()[-1] == hashlib.sha256(make_collection().docs.to_csv().encode()).hexdigest()
 
 
 def test_frames_and_types(coll):
@@ -106,25 +121,35 @@ def test_answer_positions_in_wordpieces(coll, encoded):
             assert tokens_before(offsets, a.end_char) <= 300
         else:
             assert a.start_word >= 600
-            assert tokens_before(offsets, a.start_char) >= 600 > 512
+            assert tokens_before(offsets, a.start_char) >= 600  # far_start: past a 512-token input
 
 
 def test_far_prefixes_hold_no_passage_words(coll, encoded):
     """What FirstP sees of a far topic's documents has no word that only passages use."""
-    templates = " ".join(synthetic._TOPIC_TEMPLATES + synthetic._FILLER_TEMPLATES)
-    filler = set(templates.split())
-    filler |= {w for slot in re.findall(r"\{(\w+)\}", templates) for p in synthetic._WORDS.get(slot, ()) for w in p.split()}
-    passage_only = {
-        word.strip(".,")
-        for attribute in synthetic._ATTRIBUTES
-        for word in " ".join(attribute.passage).split() + list(attribute.values)
-        if "{" not in word
-    } - {w.strip(".,") for w in filler}
+    passage_only = set().union(*map(cue_words, synthetic._ATTRIBUTES)) - filler_words()
     text = dict(zip(coll.docs["docno"], coll.docs["text"]))
     far = coll.qrels[coll.qrels["qid"].isin(coll.far().topics["qid"])]
     for docno in far["docno"]:
         end = encoded[docno][511][1]
         assert not passage_only & set(text[docno][:end].replace(".", " ").replace(",", " ").split()), docno
+
+
+def test_default_negatives_share_the_cue_words():
+    """Default negatives carry the query's cue words (so BM25 confuses them) but not the answer."""
+    coll = make_collection(n_queries=12)
+    text = dict(zip(coll.docs["docno"], coll.docs["text"]))
+    answers = coll.answers.set_index("qid")
+    for topic in coll.topics.itertuples():
+        attribute = next(
+            a for a in synthetic._ATTRIBUTES if re.fullmatch(a.query.format(obj=r"\w+", name=r"\w+"), topic.query)
+        )
+        cues = cue_words(attribute) - filler_words() - set(attribute.values)
+        answer = answers.loc[topic.qid]
+        passage = text[answer["docno"]][answer["start_char"] : answer["end_char"]]
+        for row in coll.qrels[coll.qrels["qid"] == topic.qid].itertuples():
+            words = set(text[row.docno].replace(".", " ").replace(",", " ").split())
+            assert len(cues & words) >= 2, (topic.query, row.docno)
+            assert (passage in text[row.docno]) == bool(row.label)
 
 
 def test_qrels_one_relevant_doc_per_topic(coll):
@@ -173,6 +198,9 @@ def test_bm25_finds_the_relevant_doc(coll, tmp_path):
     res = (index.bm25() % 10 >> coll.get_text())(coll.topics)
     hits = res.merge(coll.qrels[coll.qrels["label"] == 1], on=["qid", "docno"])
     assert hits["qid"].nunique() >= 0.9 * len(coll.topics)
+    # ... but the hard negatives keep BM25 from solving the task.
+    rr = (1 / (hits["rank"] + 1)).sum() / len(coll.topics)
+    assert rr < 0.9
     assert res["text"].str.len().min() > 0
 
 
@@ -182,12 +210,16 @@ def test_bm25_finds_the_relevant_doc(coll, tmp_path):
         ({"n_queries": 0}, "n_queries"),
         ({"docs_per_query": 1}, "docs_per_query"),
         ({"far_start": 500}, "far_start"),
+        ({"far_start": 512}, "far_start"),
         ({"near_limit": 600}, "near_limit"),
         ({"near_limit": 10}, "near_limit"),
         ({"far_fraction": 1.5}, "far_fraction"),
         ({"test_fraction": -0.1}, "test_fraction"),
         ({"doc_words": (620, 1000)}, "doc_words"),
         ({"doc_words": (900, 800)}, "doc_words"),
+        ({"negative_kinds": ()}, "negative_kinds"),
+        ({"negative_kinds": ("answer",)}, "negative_kinds"),
+        ({"negative_kinds": "scattered"}, "negative_kinds"),  # a str, not a sequence of kinds
     ],
 )
 def test_bad_arguments(kwargs, argument):

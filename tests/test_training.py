@@ -1,7 +1,10 @@
 """End-to-end training: it learns, it resumes exactly, and it checks what it is given."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+from pyterrier.measures import RR
 import pytest
 import torch
 
@@ -50,6 +53,17 @@ def test_fit_learns_a_task_that_needs_the_late_chunks(tiny_bert, cls):
     assert history["loss"].iloc[-4:].mean() < history["loss"].iloc[:4].mean()
     assert history["RR@10"].dropna().iloc[-1] > 0.9
     assert not model.model.training  # back in eval mode
+
+
+def test_validation_averages_over_the_validation_topics_only(tiny_bert):
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    valid = topics.head(2)
+    valid_candidates = candidates[candidates["qid"].isin(valid["qid"])]  # what a retrieval pipeline gives
+    options = dict(FAST, valid_topics=valid, valid_candidates=valid_candidates, valid_metric="RR@10")
+    with_all_qrels = model.fit(topics, qrels, candidates, **options, valid_qrels=qrels)["RR@10"].iloc[-1]
+    expected = pt.Experiment([model(valid_candidates)], valid, qrels, [RR @ 10])["RR@10"].item()
+    assert with_all_qrels == pytest.approx(expected) and expected > 0
 
 
 def test_firstp_cannot_learn_what_it_never_reads(tiny_bert):
@@ -113,7 +127,9 @@ def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
                         **options)
     assert latest_checkpoint(tmp_path / "resumed").name == "step-000003"
     resumed = new_model(tiny_bert)  # a new process would start from a fresh model too
-    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # resuming is silent
+        history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
     np.testing.assert_allclose(history["loss"], full_history["loss"], rtol=1e-6)
     for key, value in weights(straight).items():
         torch.testing.assert_close(weights(resumed)[key], value, rtol=0, atol=1e-7, msg=key)

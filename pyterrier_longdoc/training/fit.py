@@ -86,8 +86,10 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
             raise ValueError(f"{resume_from} was written with other training options {state['options']}; "
                              f"use another checkpoint_dir or the same options ({options})")
         step, history = state["step"], state["history"]
-        for _ in range(step):
-            scheduler.step()
+        with warnings.catch_warnings():  # catching up with the steps taken before, none is skipped
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+            for _ in range(step):
+                scheduler.step()
     else:
         torch.manual_seed(seed)
 
@@ -197,6 +199,7 @@ def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, me
         warnings.simplefilter("ignore")  # the cropping report belongs to users' own runs
         run = reranker.transform(frame)
     measure = ir_measures.parse_measure(metric)
+    qrels = qrels[qrels["qid"].astype(str).isin(set(topics["qid"].astype(str)))]  # the mean is over these topics
     result = ir_measures.calc_aggregate(
         [measure],
         qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
