@@ -4,7 +4,7 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 here = Path(__file__).parent
-version = re.search(r'__version__ = "([^"]+)"', (here / "pyterrier_longdoc" / "__init__.py").read_text()).group(1)
+version = re.search(r'__version__ = "([^"]+)"', (here / "pyterrier_longdoc" / "_version.py").read_text()).group(1)
 
 setup(
     name="pyterrier-longdoc",
@@ -15,7 +15,6 @@ setup(
     packages=find_packages(include=["pyterrier_longdoc", "pyterrier_longdoc.*"]),
     python_requires=">=3.10",
     install_requires=[
-        "python-terrier",
         "pyterrier>=1.1",
         # CPU-only machines: install torch==2.13.0 first (see README); an unpinned torch pulls a CUDA build.
         "torch>=2.1",

@@ -208,37 +208,18 @@ def main(argv=None) -> int:
 
 
 def crossencoder_setup(maxp, frame, directory: Path):
-    """A CrossEncoder with our MaxP's weights, and the exact (query, window) pairs MaxP scores.
-
-    Our encoder + linear head become a BertForSequenceClassification: encoder weights copied, the
-    head copied into ``classifier``. BERT's classifier reads ``pooler(CLS) = tanh(W CLS + b)``,
-    ours reads CLS itself, so the saved pooler is the identity (W = I, b = 0) and its tanh is
-    swapped for an identity after loading: the CrossEncoder then computes exactly ``head(CLS)``.
-    """
+    """A CrossEncoder with our MaxP's weights (``save_cross_encoder``), and the exact (query,
+    window) pairs MaxP scores."""
     import numpy as np
-    import torch
     from sentence_transformers import CrossEncoder
     from transformers import BertForSequenceClassification
 
     from pyterrier_longdoc._batching import ChunkPlan
 
     m = maxp.model
-    config = m.encoder.config.__class__.from_dict(m.encoder.config.to_dict())
-    config.num_labels = 1
-    config.id2label, config.label2id = {0: "LABEL_0"}, {"LABEL_0": 0}
-    config.architectures = ["BertForSequenceClassification"]
-    classifier = BertForSequenceClassification(config)
-    classifier.bert.load_state_dict(m.encoder.state_dict())
-    with torch.no_grad():
-        classifier.bert.pooler.dense.weight.copy_(torch.eye(config.hidden_size))
-        classifier.bert.pooler.dense.bias.zero_()
-        classifier.classifier.weight.copy_(m.aggregator.head.weight)
-        classifier.classifier.bias.copy_(m.aggregator.head.bias)
-    classifier.save_pretrained(directory)
-    m.tokenizer.save_pretrained(directory)
+    maxp.save_cross_encoder(directory)
     ce = CrossEncoder(str(directory), num_labels=1, max_length=512, device="cpu")
     hf = next(module for module in ce.modules() if isinstance(module, BertForSequenceClassification))
-    hf.bert.pooler.activation = torch.nn.Identity()
     C.hook_encoder(hf.bert, hf.config)
     preprocess = ce.preprocess
 

@@ -20,7 +20,7 @@ import torch
 from pyterrier.measures import RR, nDCG
 
 from . import FirstP, MaxP, ParadeAttn
-from ._reranker import native_bf16_cpu
+from ._runtime import native_bf16_cpu
 from .synthetic import make_collection
 
 MODELS = (FirstP, MaxP, ParadeAttn)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._reranker import column_texts
+from ._runtime import column_texts
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"

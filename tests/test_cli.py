@@ -31,7 +31,8 @@ def test_train_then_rerank(trec_files, tiny_bert, tmp_path, capsys):
                  "--output", str(model_dir), "--set", "window=12", "stride=6", "max_length=48",
                  "max_query_tokens=8", "--fit", "queries_per_step=2", "lr=1e-3", "seed=3"]) == 0
     config = json.loads((model_dir / "config.json").read_text())
-    assert config["model"] == "parade_attn" and config["settings"]["window"] == 12
+    ours = config["pyterrier_longdoc"]
+    assert ours["model"] == "parade_attn" and ours["settings"]["window"] == 12
 
     out = tmp_path / "reranked.run"
     assert main(["rerank", "--model", str(model_dir), *common, "--output", str(out)]) == 0

@@ -14,7 +14,7 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -255,6 +255,7 @@ def as_maxp(reranker, **settings):
     the MaxP with the same weights reading disjoint windows of the FirstP's size over
     ``max_doc_tokens`` tokens (FirstP and MaxP share the linear head on each window's [CLS]).
     """
+    from .._config import ModelConfig
     from .._reranker import model_class
 
     if reranker.name == "maxp" and not settings:
@@ -263,16 +264,13 @@ def as_maxp(reranker, **settings):
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
     with tempfile.TemporaryDirectory(prefix="pyterrier-longdoc-maxp-") as tmp:
         reranker.save_pretrained(tmp)
-        config_file = Path(tmp) / "config.json"
-        config = json.loads(config_file.read_text())
-        if config["model"] == "firstp":
-            config["settings"] = {**config["settings"], "max_chunks": None}
-        config["model"] = "maxp"
-        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        _, runtime = reranker._call
-        runtime = {k: v for k, v in runtime.items() if k in ("batch_size", "text_field", "dtype", "verbose",
-                                                                   "trust_remote_code")}
-        return model_class("maxp").from_pretrained(tmp, device=reranker.device, **runtime, **settings)
+        config = ModelConfig.read(Path(tmp))
+        if config.model == "firstp":
+            config.settings = {**config.settings, "max_chunks": None}
+        config.model = "maxp"
+        config.write(Path(tmp))
+        runtime = {**dataclasses.asdict(reranker.runtime), "device": reranker.device}
+        return model_class("maxp").from_pretrained(tmp, **runtime, **settings)
 
 
 __all__ = ["BestResult", "fit_best", "segment_documents", "as_maxp", "parent_docno", "segment_id"]
