@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 CHUNK_SELECTIONS = ("first", "first_last_even")
+DISJOINT_SPLITS = ("even", "fill")
 
 # Characters of text per token are at least 1 for WordPiece and SentencePiece, and bytes per
 # token at least 1 for byte-level BPE; a prefix of this many characters per wanted token (cut
@@ -54,6 +55,12 @@ class SpecialLayout:
         return cls(tuple(ids[:i]), tuple(ids[i + len(a):j]), tuple(ids[j + len(b):]), types[i], types[j])
 
 
+def window_starts(n_tokens: int, window: int, stride: int) -> range:
+    """Where the windows over ``n_tokens`` start: every ``stride`` tokens, the last one where it
+    still adds tokens no earlier window covered (one window for an empty text)."""
+    return range(0, max(1, n_tokens - window + stride), stride)
+
+
 def _find(seq: list[int], sub: list[int], start: int) -> int:
     for k in range(start, len(seq) - len(sub) + 1):
         if seq[k:k + len(sub)] == sub:
@@ -66,10 +73,12 @@ class Chunking:
     """How a model cuts a document into chunks; saved in ``config.json``.
 
     ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
-    document tokens per chunk (477 for BERT). ``stride=None`` means ``stride = window``
-    (disjoint chunks). ``max_chunks`` caps the chunks per document; ``chunk_selection`` says
-    which to keep: ``"first"``, or PARADE's ``"first_last_even"`` (the first, the last, and
-    the rest evenly spaced between them).
+    document tokens per chunk (477 for BERT). ``stride=None`` means disjoint chunks: with
+    ``disjoint_split="even"`` (the reference code's way) a document of n tokens is cut into
+    ``ceil(n / window)`` chunks of equal size (800 tokens in 489-token windows: 400 + 400);
+    ``"fill"`` fills every chunk but the last (489 + 311; version 0.1's way). ``max_chunks``
+    caps the chunks per document; ``chunk_selection`` says which to keep: ``"first"``, or
+    PARADE's ``"first_last_even"`` (the first, the last, and the rest evenly spaced between them).
     """
 
     window: int | None = None
@@ -79,6 +88,7 @@ class Chunking:
     max_chunks: int | None = None
     chunk_selection: str = "first"
     max_length: int = 512
+    disjoint_split: str = "even"
 
     def __post_init__(self):
         for name in ("window", "stride", "max_chunks"):
@@ -89,13 +99,12 @@ class Chunking:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.disjoint_split not in DISJOINT_SPLITS:
+            raise ValueError(f"disjoint_split must be one of {DISJOINT_SPLITS}, got {self.disjoint_split!r}")
         if self.chunk_selection not in CHUNK_SELECTIONS:
             raise ValueError(f"chunk_selection must be one of {CHUNK_SELECTIONS}, got {self.chunk_selection!r}")
         if self.window is not None and self.stride is not None and self.stride > self.window:
             raise ValueError(f"stride ({self.stride}) > window ({self.window}) would skip document tokens")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def doc_window(self, layout: SpecialLayout) -> int:
         window = self.window or self.max_length - self.max_query_tokens - layout.n_special
@@ -111,10 +120,10 @@ class Chunking:
         An empty document still has one (empty) chunk, so the model scores the query alone.
         """
         window = self.doc_window(layout)
+        if self.stride is None and self.disjoint_split == "even" and n_tokens > window:
+            window = -(-n_tokens // -(-n_tokens // window))  # ceil(n / number of chunks)
         stride = self.stride or window
-        # the last window starts where it still adds tokens that no earlier window covered
-        starts = range(0, max(1, n_tokens - window + stride), stride)
-        spans = [(s, min(s + window, n_tokens)) for s in starts]
+        spans = [(s, min(s + window, n_tokens)) for s in window_starts(n_tokens, window, stride)]
         if self.max_chunks is not None and len(spans) > self.max_chunks:
             if self.chunk_selection == "first":
                 spans = spans[:self.max_chunks]

@@ -62,7 +62,9 @@ class ModelConfig:
             missing = [k for k in ("model", "settings", "encoder") if k not in config]
             if missing:
                 raise ValueError(f"{where} is a pyterrier_longdoc config without {missing}: corrupt checkpoint")
-            return cls(model=config["model"], settings=config["settings"], encoder=config["encoder"],
+            # version 0.1 scored windows with a linear layer and filled disjoint chunks
+            settings = {"disjoint_split": "fill", **config["settings"]}
+            return cls(model=config["model"], settings=settings, encoder=config["encoder"],
                        head_type="linear", version=config[_LEGACY_KEY])
         ours = config.get(CONFIG_KEY)
         if not isinstance(ours, dict) or "model" not in ours or "settings" not in ours:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._chunking import window_starts
 from ._runtime import column_texts
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
@@ -61,7 +62,7 @@ class LongDoc(pt.Transformer):
             tokens, join = [t for t in _WHITESPACE.split(text) if t], " ".join
         else:
             tokens, join = self.tokenizer.tokenize(text), self.tokenizer.convert_tokens_to_string
-        starts = range(0, max(1, len(tokens) - self.window + self.stride), self.stride)
+        starts = window_starts(len(tokens), self.window, self.stride)
         return [join(tokens[s:s + self.window]) for s in starts]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:

@@ -147,9 +147,16 @@ class TransformerAggregator(Aggregator):
         start = self.cls_vector.expand(len(mask), 1, -1)
         x = torch.cat([start, *parts], dim=1)
         valid = torch.cat([mask.new_ones((len(mask), 1)), *masks], dim=1)
-        x, valid = select_tokens(x, valid)  # packed: padding only at the end
+        # token types as in the reference code: 0 for C and the query tokens, 1 for the chunk vectors,
+        # carried through the packing as one more channel
+        types = torch.zeros_like(valid, dtype=x.dtype)
+        types[:, -mask.shape[1]:] = 1
+        x, valid = select_tokens(torch.cat([x, types.unsqueeze(-1)], dim=-1), valid)  # packed: padding at the end
+        x, types = x[..., :-1], x[..., -1].long()
         if self.encoder is not None:
-            x = self.encoder(inputs_embeds=x, attention_mask=valid.long()).last_hidden_state
+            uses_types = getattr(self.encoder.config, "type_vocab_size", 0) > 1
+            x = self.encoder(inputs_embeds=x, attention_mask=valid.long(),
+                             token_type_ids=types if uses_types else None).last_hidden_state
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=~valid)
         return self.head(x[:, 0]).squeeze(-1)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._chunking import window_starts
 from .fit import evaluate, fit
 from .sampling import as_frame, hard_negative_pools, text_lookup
 
@@ -98,7 +99,7 @@ def _segment_spans(text: str, tokenizer, chunking, layout) -> list[tuple[int, in
     starts_word = [i == 0 or words is None or words[i] is None or words[i] != words[i - 1] for i in range(n)]
     starts_word.append(True)  # the end of the text ends a word
     spans = []
-    for s in range(0, max(1, n - window + stride), stride):
+    for s in window_starts(n, window, stride):
         e = min(s + window, n)
         a, b = s, e
         while a < b and not starts_word[a]:

@@ -26,7 +26,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         checkpoint_every: int | None = None, callback: Callable[[dict], None] | None = None) -> pd.DataFrame:
     """Train ``reranker`` end to end and return the training history (one row per optimiser step).
 
-    Defaults follow the papers (DESIGN.md section 3): per query, one positive and one hard
+    Defaults follow the papers (PARADE; Boytsov et al.): per query, one positive and one hard
     negative sampled from the ``top_k`` candidates; the pairwise margin loss (margin 1, summed);
     AdamW with ``lr`` for the backbone and ``head_lr`` for the rest, weight decay 1e-7; linear
     warm-up over the first ``warmup`` fraction of steps, then a constant rate; ``queries_per_step``
