@@ -14,6 +14,7 @@ import pyterrier as pt
 import torch
 
 from ._chunking import Chunking
+from ._text import replace_lone_surrogates
 from ._model import CONFIG_KEY, LongDocModel, encoder_max_length, load_backbone, read_checkpoint_config
 from . import __version__
 from .aggregators.base import Aggregator
@@ -282,7 +283,7 @@ def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
             examples = ", ".join(_row_label(frame, i, values[i]) for i in rows[:3])
             raise error(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
                         f"(e.g. {examples}); fill or drop them before re-ranking")
-    return values
+    return replace_lone_surrogates(values, lambda i: _row_label(frame, i, values[i]), f"{context!r}: column {column!r}")
 
 
 def _row_label(frame: pd.DataFrame, i: int, value) -> str:
