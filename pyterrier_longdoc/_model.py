@@ -18,6 +18,7 @@ from torch import nn
 
 from ._batching import ChunkBatch, ChunkPlan, length_sorted_batches, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
+from ._files import check_safetensors
 from .aggregators.base import Aggregator
 
 CONFIG_NAME = "config.json"
@@ -231,6 +232,7 @@ def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder
     from transformers import AutoModel, AutoTokenizer
 
     refuse_pickle(Path(name_or_path))
+    check_safetensors(Path(name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
     if not getattr(tokenizer, "is_fast", False):
         warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
