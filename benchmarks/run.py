@@ -353,30 +353,30 @@ def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
         hook.remove()
 
     head = maxp.model.aggregator.head
-    weight, bias = head.weight.detach().float().view(-1), float(head.bias.detach().float())
     features, mask = captured["fp32"]
     valid = features[mask]
     direction = torch.linalg.svd(valid - valid.mean(0), full_matrices=False).Vh[0]
-    heads = {"model's random head": (weight, bias), "max-variance head": (direction, 0.0)}
+    heads = {"model's random head": lambda f: head(f).squeeze(-1), "max-variance head": lambda f: f @ direction}
 
-    def maxp_scores(name, w, b):
+    def maxp_scores(name, score):
         f, m = captured[name]
-        return ((f @ w + b).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
+        with torch.no_grad():
+            return (score(f).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
 
     qids = frame["qid"].to_numpy()
     rows, detail = [], []
     for name in ("bf16", "int8"):
         speedup = C.paired_ratio(rec, "fp32", name)
         rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name})", f"{speedup:.2f}x", "report", "-"])
-        for label, (w, b) in heads.items():
-            reference, other = maxp_scores("fp32", w, b), maxp_scores(name, w, b)
+        for label, score in heads.items():
+            reference, other = maxp_scores("fp32", score), maxp_scores(name, score)
             taus = [kendalltau(reference[qids == q], other[qids == q]).statistic for q in np.unique(qids)]
             tau = float(np.mean(taus))  # nan when a side ties every document
             rows.append(["8", f"{name} Kendall tau vs fp32, {label} (mean of {len(taus)} queries)",
                          f"{tau:.3f}" if tau == tau else "nan (all tied)", ">= 0.99", tau >= 0.99])
             detail.append([name, label, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
                            f"{np.abs(reference - other).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
-    own = np.abs(maxp_scores("fp32", weight, bias) - rec.results["fp32"]).max()
+    own = np.abs(maxp_scores("fp32", heads["model's random head"]) - rec.results["fp32"]).max()
     detail.insert(0, ["fp32", "", "1", "1", "", "0", f"{rec.median_stats('fp32').wall:.2f}"])
     try:
         capability = torch.backends.cpu.get_cpu_capability()

@@ -16,6 +16,7 @@ from pathlib import Path
 from torch import nn
 
 from ._config import ModelConfig
+from ._files import check_safetensors
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
@@ -100,6 +101,7 @@ def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, seque
 
     folder = transformers_folder(name_or_path)
     refuse_pickle(Path(folder))
+    check_safetensors(Path(folder))
     tokenizer = load_tokenizer(folder, trust_remote_code)
     kwargs = {"trust_remote_code": trust_remote_code, "use_safetensors": True, **config_overrides}
     if sequence_classifier:

@@ -7,12 +7,15 @@ once serves every query that retrieves it.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
+
+from ._text import text_only_backend, without_lone_surrogates
 
 CHUNK_SELECTIONS = ("first", "first_last_even")
 DISJOINT_SPLITS = ("even", "fill")
@@ -24,6 +27,8 @@ DISJOINT_SPLITS = ("even", "fill")
 _CHARS_PER_TOKEN = 8
 _WHITESPACE = re.compile(r"\s")
 _TOKENIZER_BATCH = 256
+# what a cache entry costs besides its ids: the key, the tuple, the array header, the dict slot
+_ENTRY_OVERHEAD = 200
 
 
 @dataclass(frozen=True)
@@ -145,42 +150,52 @@ class Chunking:
 class Tokenization:
     """Tokenizes texts to id arrays without special tokens, each text once.
 
-    Keeps a bounded cache keyed by (text, limit), so a document scored by several models or
-    pipelines in the same process is tokenized once.
+    User text stays text: a literal ``[SEP]``, ``<s>`` or ``</s>`` in a query or document is
+    read as characters, never as a special token (see :func:`text_only_backend`); lone
+    surrogates are read as U+FFFD. A cache keyed by a hash of (text, limit) and bounded by the
+    bytes of the ids it holds (``cache_bytes``) serves a document scored by several models or
+    pipelines in the same process; it never keeps the texts themselves.
     """
 
-    def __init__(self, tokenizer, cache_size: int = 100_000):
+    def __init__(self, tokenizer, cache_bytes: int = 64 << 20):
         self.tokenizer = tokenizer
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, bool]] = OrderedDict()
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[bytes, tuple[np.ndarray, bool]] = OrderedDict()
+        self._cached_bytes = 0
+        self.encode = text_encoder(tokenizer)
 
     def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
         """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
         ids: list[np.ndarray | None] = [None] * len(texts)
         cropped = np.zeros(len(texts), dtype=bool)
-        todo: dict[str, list[int]] = {}
+        todo: dict[bytes, list[int]] = {}
         for i, text in enumerate(texts):
-            hit = self._cache.get((text, max_tokens))
+            key = _cache_key(text, max_tokens)
+            hit = self._cache.get(key)
             if hit is None:
-                todo.setdefault(text, []).append(i)
+                todo.setdefault(key, []).append(i)
             else:
-                self._cache.move_to_end((text, max_tokens))
+                self._cache.move_to_end(key)
                 ids[i], cropped[i] = hit
         unique = list(todo)
         for start in range(0, len(unique), _TOKENIZER_BATCH):  # slices bound the tokenizer's own memory
-            texts_slice = unique[start:start + _TOKENIZER_BATCH]
-            for text, (tokens, was_cropped) in zip(texts_slice, self._tokenize(texts_slice, max_tokens)):
-                for i in todo[text]:
+            keys = unique[start:start + _TOKENIZER_BATCH]
+            texts_slice = [without_lone_surrogates(texts[todo[key][0]]) for key in keys]
+            for key, (tokens, was_cropped) in zip(keys, self._tokenize(texts_slice, max_tokens)):
+                for i in todo[key]:
                     ids[i], cropped[i] = tokens, was_cropped
-                self._remember((text, max_tokens), (tokens, was_cropped))
+                self._remember(key, (tokens, was_cropped))
         return ids, cropped
 
-    def _remember(self, key, value):
-        if self.cache_size <= 0:
+    def _remember(self, key: bytes, value: tuple[np.ndarray, bool]) -> None:
+        size = value[0].nbytes + _ENTRY_OVERHEAD
+        if size > self.cache_bytes:
             return
         self._cache[key] = value
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._cached_bytes += size
+        while self._cached_bytes > self.cache_bytes:
+            _, (old, _) = self._cache.popitem(last=False)
+            self._cached_bytes -= old.nbytes + _ENTRY_OVERHEAD
 
     def _tokenize(self, texts: list[str], max_tokens: int) -> list[tuple[np.ndarray, bool]]:
         # Only a prefix of each text is tokenized, so a 1,000,000-character document costs
@@ -190,10 +205,8 @@ class Tokenization:
         pending = list(range(len(texts)))
         while pending:
             prefixes = [_prefix(texts[i], budget) for i in pending]
-            encoded = self.tokenizer(prefixes, add_special_tokens=False, return_attention_mask=False,
-                                     return_token_type_ids=False, verbose=False)["input_ids"]
             retry = []
-            for i, prefix, tokens in zip(pending, prefixes, encoded):
+            for i, prefix, tokens in zip(pending, prefixes, self.encode(prefixes)):
                 text_was_cut = len(prefix) < len(texts[i])
                 if text_was_cut and len(tokens) <= max_tokens:
                     retry.append(i)  # the prefix was too short to fill max_tokens: take more text
@@ -202,6 +215,27 @@ class Tokenization:
                 result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int32), cropped)  # int32: half the cache
             pending, budget = retry, budget * 2
         return result  # type: ignore[return-value]
+
+
+def text_encoder(tokenizer) -> Callable[[list[str]], list[list[int]]]:
+    """``encode(texts)``: the token ids of each text, without special tokens, text kept as text.
+
+    A fast tokenizer is run through a private copy of its Rust backend (:func:`text_only_backend`);
+    a Python-only ("slow") tokenizer with ``split_special_tokens=True``.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend = text_only_backend(backend)
+        return lambda texts: [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+    return lambda texts: tokenizer(texts, add_special_tokens=False, split_special_tokens=True,
+                                   return_attention_mask=False, return_token_type_ids=False,
+                                   verbose=False)["input_ids"]
+
+
+def _cache_key(text: str, max_tokens: int) -> bytes:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(max_tokens.to_bytes(8, "little"))
+    return digest.digest()
 
 
 def _prefix(text: str, n_chars: int) -> str:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ._text import replace_lone_surrogates
+
 
 @dataclasses.dataclass
 class Runtime:
@@ -88,7 +90,7 @@ def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
             examples = ", ".join(row_label(frame, i, values[i]) for i in rows[:3])
             raise error(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
                         f"(e.g. {examples}); fill or drop them before re-ranking")
-    return values
+    return replace_lone_surrogates(values, lambda i: row_label(frame, i, values[i]), f"{context!r}: column {column!r}")
 
 
 def row_label(frame: pd.DataFrame, i: int, value) -> str:

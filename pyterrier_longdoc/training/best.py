@@ -267,7 +267,8 @@ def as_maxp(reranker, **settings):
         reranker.save_pretrained(tmp)
         config = ModelConfig.read(Path(tmp))
         if config.model == "firstp":
-            config.settings = {**config.settings, "max_chunks": None}
+            # every window of the FirstP's size, filled as the training segments are
+            config.settings = {**config.settings, "max_chunks": None, "disjoint_split": "fill"}
         config.model = "maxp"
         config.write(Path(tmp))
         runtime = {**dataclasses.asdict(reranker.runtime), "device": reranker.device}

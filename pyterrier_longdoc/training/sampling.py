@@ -19,24 +19,76 @@ class Instance:
     docnos: tuple[str, ...]  # the positive first, then the negatives
 
 
-def as_frame(candidates, topics: pd.DataFrame) -> pd.DataFrame:
+def as_frame(candidates, topics: pd.DataFrame, name: str = "candidates") -> pd.DataFrame:
     """A result frame: the frame itself, or what a retrieval pipeline returns for the topics."""
     if isinstance(candidates, pd.DataFrame):
         return candidates
     if isinstance(candidates, pt.Transformer):
-        return candidates(topics)
-    raise TypeError(f"candidates must be a result DataFrame or a pt.Transformer, got {type(candidates).__name__}")
+        frame = candidates(topics)
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"{name}: the pipeline {candidates!r} returned a {type(frame).__name__}, not a DataFrame")
+        return frame
+    raise TypeError(f"{name} must be a result DataFrame (qid, docno, rank or score) or a pt.Transformer that "
+                    f"retrieves them for the topics, got {_kind(candidates)}")
+
+
+def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
+    """``frame`` itself when it is a DataFrame with ``columns``; a clear error otherwise."""
+    if not isinstance(frame, pd.DataFrame):
+        hint = " (a pipeline: call it first, e.g. pipeline(topics))" if isinstance(frame, pt.Transformer) else ""
+        raise TypeError(f"{name} must be a DataFrame with columns {columns}, got {_kind(frame)}{hint}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks columns {missing}; it has {list(frame.columns)}")
+    return frame
+
+
+def numeric_column(frame: pd.DataFrame, column: str, name: str) -> pd.Series:
+    """``frame[column]`` as numbers (numeric strings such as ``"1"`` are read as numbers); an
+    error naming the rows whose value is missing or not a number."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = np.flatnonzero(values.isna().to_numpy())
+    if len(bad):
+        rows = frame.iloc[bad[:3]]
+        examples = ", ".join(
+            "[" + " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
+            + f" {column}={row[column]!r}]" for _, row in rows.iterrows())
+        raise ValueError(f"{name}: column {column!r} must hold numbers; {len(bad)} of {len(frame)} rows do not "
+                         f"(e.g. {examples})")
+    return values
+
+
+def _kind(value) -> str:
+    return f"a pt.Transformer ({type(value).__name__})" if isinstance(value, pt.Transformer) else type(value).__name__
+
+
+TEXT_FORMS = ("a pt.Transformer adding the text column to a frame of docnos (e.g. pt.text.get_text(dataset, "
+              "'text')), a dict or pd.Series from docno to text, a DataFrame with docno and text columns, "
+              "or a function of a list of docnos")
+
+
+def check_text_source(text, text_field: str) -> None:
+    """A clear error for a ``text=`` argument of a form :func:`text_lookup` cannot use."""
+    if text is None or isinstance(text, (pt.Transformer, Mapping, pd.Series)) or callable(text):
+        return
+    if isinstance(text, pd.DataFrame):
+        require_frame(text, "text", ["docno", text_field])
+        return
+    raise TypeError(f"text must be {TEXT_FORMS}; got {type(text).__name__}")
 
 
 def text_lookup(candidates: pd.DataFrame, text_field: str, text) -> TextLookup:
     """docno -> text, from the candidates' own text column, then the user's lookup.
 
     ``text`` may be a pt.Transformer that adds ``text_field`` to a frame of docnos (such as
-    ``pt.text.get_text(dataset, "text")``), a mapping, or a function of a list of docnos.
+    ``pt.text.get_text(dataset, "text")``), a mapping or ``pd.Series`` from docno to text, a
+    DataFrame with ``docno`` and ``text_field`` columns, or a function of a list of docnos.
     """
+    check_text_source(text, text_field)
     known: dict[str, str] = {}
     if text_field in candidates.columns:
-        known = dict(zip(candidates["docno"].astype(str), candidates[text_field]))
+        known = {d: t for d, t in zip(candidates["docno"].astype(str), candidates[text_field])
+                 if isinstance(t, str) or not pd.api.types.is_scalar(t) or not pd.isna(t)}
 
     def lookup(docnos: list[str]) -> list[str]:
         missing = sorted({d for d in docnos if d not in known})
@@ -45,7 +97,7 @@ def text_lookup(candidates: pd.DataFrame, text_field: str, text) -> TextLookup:
         absent = [d for d in docnos if d not in known]
         if absent:
             raise ValueError(f"no {text_field!r} for documents {absent[:5]} ({len(absent)} in all): they are not in the "
-                             "candidates' text column; pass text=pt.text.get_text(dataset, ...), a dict or a function")
+                             f"candidates' text column; pass text= {TEXT_FORMS}")
         return [known[d] for d in docnos]
 
     return lookup
@@ -56,31 +108,52 @@ def _fetch(docnos: list[str], text, text_field: str) -> dict[str, str]:
         return {}
     if isinstance(text, pt.Transformer):
         frame = text(pd.DataFrame({"qid": "0", "query": "", "docno": docnos}))
+        require_frame(frame, f"what text={text!r} returned", ["docno", text_field])
         return dict(zip(frame["docno"].astype(str), frame[text_field]))
+    if isinstance(text, pd.DataFrame):
+        text = pd.Series(text[text_field].to_numpy(), index=text["docno"].astype(str))
+    if isinstance(text, pd.Series):
+        text = text[~text.index.astype(str).duplicated()]
+        text = dict(zip(text.index.astype(str), text.to_numpy()))
     if isinstance(text, Mapping):
         return {d: text[d] for d in docnos if d in text}
-    return dict(zip(docnos, text(docnos)))
+    fetched = list(text(docnos))
+    if len(fetched) != len(docnos):
+        raise ValueError(f"text={text!r} returned {len(fetched)} texts for {len(docnos)} docnos")
+    return dict(zip(docnos, fetched))
 
 
 def hard_negative_pools(topics: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataFrame,
                         top_k: int) -> dict[str, tuple[list[str], list[str]]]:
     """Per qid: (positives, negatives from the top_k candidates that are not judged relevant)."""
-    for frame, name, columns in ((topics, "topics", ["qid", "query"]), (qrels, "qrels", ["qid", "docno", "label"]),
-                                 (candidates, "candidates", ["qid", "docno"])):
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise ValueError(f"{name} lacks columns {missing}; it has {list(frame.columns)}")
-    relevant = qrels[qrels["label"] > 0]
+    require_frame(topics, "topics", ["qid", "query"])
+    require_frame(qrels, "qrels", ["qid", "docno", "label"])
+    require_frame(candidates, "candidates", ["qid", "docno"])
+    order = "rank" if "rank" in candidates.columns else "score"
+    if order not in candidates.columns:
+        raise ValueError(f"candidates need a 'rank' or 'score' column to take the top_k of each query; they have "
+                         f"{list(candidates.columns)} (pt.model.add_ranks adds rank from score)")
+    relevant = qrels[numeric_column(qrels, "label", "qrels") > 0]
     positives = relevant.groupby(relevant["qid"].astype(str))["docno"].apply(lambda d: sorted(d.astype(str)))
-    ranked = candidates.assign(qid=candidates["qid"].astype(str), docno=candidates["docno"].astype(str))
-    ranked = ranked.sort_values(["qid", "rank"] if "rank" in ranked.columns else ["qid", "score"],
-                                ascending=[True, "rank" in ranked.columns], kind="stable")
+    ranked = candidates.assign(qid=candidates["qid"].astype(str), docno=candidates["docno"].astype(str),
+                               **{order: numeric_column(candidates, order, "candidates")})
+    ranked = ranked.sort_values(["qid", order], ascending=[True, order == "rank"], kind="stable")
     top = ranked.groupby("qid", sort=False).head(top_k)
     pools = {}
     for qid, docnos in top.groupby("qid", sort=False)["docno"]:
         pos = positives.get(qid, [])
         pools[qid] = (pos, [d for d in dict.fromkeys(docnos) if d not in set(pos)])
     return pools
+
+
+def sampled_docnos(topics: pd.DataFrame, pools: dict[str, tuple[list[str], list[str]]]) -> list[str]:
+    """Every docno training can sample: the positives and negatives of the usable queries."""
+    docnos: dict[str, None] = {}
+    for qid in topics["qid"].astype(str):
+        pos, neg = pools.get(qid, ([], []))
+        if pos and neg:
+            docnos.update(dict.fromkeys(pos + neg))
+    return list(docnos)
 
 
 def sample_epoch(topics: pd.DataFrame, pools: dict[str, tuple[list[str], list[str]]], negatives: int,
