@@ -108,6 +108,7 @@ def read_qrels(path: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
+@functools.lru_cache(maxsize=None)  # read once when training and validation share the file
 def read_documents(path: str, text_field: str = "text") -> TextLoader:
     """A text loader over the documents file (see :class:`~pyterrier_longdoc.text.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
@@ -158,8 +159,6 @@ def check_model_source(name: str, option: str) -> None:
 
 def first_stage(args, topics: pd.DataFrame, run_path: str | None, topics_path: str) -> pd.DataFrame:
     """``qid, query, docno, score, rank`` (0-based): the run file's lines for the topics, or BM25."""
-    import pyterrier as pt
-
     if run_path:
         run = read_run(run_path)
         known = run["qid"].isin(set(topics["qid"]))
@@ -178,8 +177,10 @@ def first_stage(args, topics: pd.DataFrame, run_path: str | None, topics_path: s
     k = args.top_k or 100
     if args.lucene_index:
         return _lucene(args.lucene_index).bm25(k=k)(topics)
-    from pyterrier_pisa import PisaIndex
-
+    try:
+        from pyterrier_pisa import PisaIndex
+    except ImportError as e:
+        raise CliError(f"--pisa-index needs PyTerrier-PISA: pip install pyterrier-pisa ({e})") from None
     index = PisaIndex(args.pisa_index)
     if not index.built():
         raise CliError(f"--pisa-index {args.pisa_index}: no PISA index there")
@@ -289,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    read_documents.cache_clear()
+    _lucene.cache_clear()
     with warnings.catch_warnings():
         warnings.showwarning = lambda message, *_, **__: print(f"warning: {message}", file=sys.stderr)
         try:

