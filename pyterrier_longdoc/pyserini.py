@@ -104,7 +104,8 @@ def lucene_searcher_class() -> type:
 
 def hit_text(lucene_document) -> str:
     """A Lucene document's text: the stored ``contents`` field, else the ``contents`` (or ``text``)
-    of the stored ``raw`` JSON, else the raw text itself."""
+    of the stored ``raw`` JSON, else its other string fields joined (MS MARCO v2's title, headings,
+    body), else the raw text itself (e.g. a TREC document)."""
     if lucene_document is None:
         raise ValueError("the hit has no stored document; index with -storeContents or -storeRaw")
     contents = lucene_document.get("contents")
@@ -117,11 +118,13 @@ def hit_text(lucene_document) -> str:
         record = json.loads(raw)
     except json.JSONDecodeError:
         return raw
-    if isinstance(record, dict):
-        for key in ("contents", "text"):
-            if isinstance(record.get(key), str):
-                return record[key]
-    return raw
+    if not isinstance(record, dict):
+        return raw
+    for key in ("contents", "text"):
+        if isinstance(record.get(key), str):
+            return record[key]
+    fields = [v for k, v in record.items() if isinstance(v, str) and k not in ("id", "docid", "doc_id", "url")]
+    return " ".join(fields) if fields else raw
 
 
 class LuceneIndex:

@@ -62,7 +62,7 @@ def read_documents(path: str | Path) -> pd.DataFrame:
     docs = pd.DataFrame([row for _, _, row in rows])
     if not len(docs):
         raise MalformedInputError(path, None, "no documents")
-    return docs.astype(str)
+    return docs.fillna("").astype(str)  # a field absent from some lines is empty there
 
 
 def _lines(path: Path):

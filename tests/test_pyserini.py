@@ -1,5 +1,6 @@
 """Pyserini for real: a Lucene index built by Pyserini's indexer, BM25 through LuceneSearcher,
 Pyserini hit lists re-ranked by pyterrier_longdoc models."""
+import json
 import os
 import sys
 
@@ -101,6 +102,16 @@ def test_rerank_a_pyserini_hit_list(lucene, tiny_bert):
     expected = model(frame).sort_values(["score", "docno"], ascending=[False, True])
     assert [h.docid for h in by_model] == expected["docno"].tolist()[:5]
     assert [h.score for h in by_model] == pytest.approx(expected["score"].tolist()[:5], rel=1e-5)
+
+
+def test_text_of_stored_documents():
+    assert hit_text({"contents": "stored"}) == "stored"
+    assert hit_text({"raw": json.dumps({"id": "d", "contents": "from raw"})}) == "from raw"
+    v2 = {"docid": "msmarco_doc_00_1", "url": "http://x", "title": "T", "headings": "H", "body": "B"}
+    assert hit_text({"raw": json.dumps(v2)}) == "T H B"
+    assert hit_text({"raw": "<DOC>trec text</DOC>"}) == "<DOC>trec text</DOC>"
+    with pytest.raises(ValueError, match="neither contents nor raw"):
+        hit_text({"id": "d"})
 
 
 def test_hits_without_stored_text_are_named():

@@ -57,6 +57,7 @@ def test_files_jsonl_pyserini_jsonl_folder_and_tsv(tmp_path):
     jsonl.write_text('{"docno": "D1", "text": "cat text", "title": "Cats"}\n\n{"docno": 2, "text": "x"}\n')
     assert TextLoader(str(jsonl), "title")(pd.DataFrame({"docno": ["D1"]}))["title"].tolist() == ["Cats"]
     assert read_documents(jsonl)["docno"].tolist() == ["D1", "2"]
+    assert read_documents(jsonl)["title"].tolist() == ["Cats", ""]  # absent on the second line
     collection = tmp_path / "collection"
     collection.mkdir()
     (collection / "a.jsonl").write_text(json.dumps({"id": "D1", "contents": "cat text"}) + "\n")
