@@ -215,7 +215,12 @@ def candidates_for(args, topics_path: str, run_path: str | None) -> tuple[pd.Dat
     """``(topics, candidates with text)``."""
     topics = read_topics(topics_path)
     source = run_path or args.lucene_index or args.pisa_index
-    return topics, with_text(args, first_stage(args, topics, run_path, topics_path), source)
+    candidates = first_stage(args, topics, run_path, topics_path)
+    without = sorted(set(topics["qid"]) - set(candidates["qid"]))
+    if without:
+        print(f"warning: {topics_path}: {len(without)} of {len(topics)} topics have no candidates in {source}, "
+              f"so no results (e.g. {without[:3]})", file=sys.stderr)
+    return topics, with_text(args, candidates, source)
 
 
 def write_run(results: pd.DataFrame, path: str, name: str) -> None:

@@ -129,6 +129,11 @@ def test_run_qids_missing_from_the_topics_are_counted(trec_files, trained, tmp_p
     assert main(["rerank", "--model", str(trained), *common(trec_files), "--output", str(out)]) == 0
     assert f"warning: {trec_files['run']}: 2 of 8 lines left out: their 1 qids are not topics" in capsys.readouterr().err
     assert len(out.read_text().splitlines()) == 6
+    with open(trec_files["topics"], "a") as f:
+        f.write("q3\twhat bird\n")
+    assert main(["rerank", "--model", str(trained), *common(trec_files), "--output", str(out)]) == 0
+    assert f"warning: {trec_files['topics']}: 1 of 3 topics have no candidates in {trec_files['run']}" in (
+        capsys.readouterr().err)
 
 
 BAD_INPUTS = {
