@@ -39,5 +39,9 @@ setup(
         "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
                 *PYSERINI],
     },
-    entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
+    entry_points={
+        "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],
+        # pt.Artifact.load(folder) finds saved models by the type and format of their pt_meta.json
+        "pyterrier.artifact": ["reranker.pyterrier_longdoc = pyterrier_longdoc._reranker:LongDocReranker.from_pretrained"],
+    },
 )

@@ -82,6 +82,9 @@ class LongDocModel(nn.Module):
         doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
         plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
         batches = length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        if progress is not None:  # the sequences of this group, now that they are known
+            progress.total = (progress.total or 0) + len(plan)
+            progress.refresh()
         workers = workers or [lambda batch: self.encode(batch.to(self.device))]
         workers = [_owning(worker) for worker in workers]
 

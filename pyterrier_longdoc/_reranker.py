@@ -49,7 +49,7 @@ def registered_models() -> dict[str, type["LongDocReranker"]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-class LongDocReranker(pt.Transformer):
+class LongDocReranker(pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -75,6 +75,8 @@ class LongDocReranker(pt.Transformer):
             stays fp32).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
+        fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
+            for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
         verify_weights: check the saved weights against the checksum in ``config.json``; turn it
             off only for weights you changed on purpose.
         **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
@@ -98,7 +100,8 @@ class LongDocReranker(pt.Transformer):
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
-                 verbose: bool = False, trust_remote_code: bool = False, verify_weights: bool = True, **settings):
+                 verbose: bool = False, trust_remote_code: bool = False, verify_weights: bool = True,
+                 fit_options: dict | None = None, **settings):
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
@@ -112,8 +115,13 @@ class LongDocReranker(pt.Transformer):
             raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the CPU only")
         self.autocast_dtype = None if self.int8 else resolve_dtype(dtype, self.device)
         self._replicas: tuple[tuple, list[LongDocModel]] | None = None
-        self.config, self.model = self._build(str(model_name_or_path), settings, trust_remote_code, verify_weights)
+        self.fit_options = dict(fit_options or {})
+        self.history: pd.DataFrame | None = None  # of the last fit
+        self.training_data: dict | None = None
+        folder = _saved_folder(str(model_name_or_path))
+        self.config, self.model = self._build(folder, settings, trust_remote_code, verify_weights)
         self.model.to(self.device)
+        pt.Artifact.__init__(self, folder)
 
     # the runtime options, also as attributes of the model
     batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
@@ -186,7 +194,7 @@ class LongDocReranker(pt.Transformer):
         its latest checkpoint.
         """
         if cls.name is None:
-            path = resolve_checkpoint(str(model_name_or_path))
+            path = resolve_checkpoint(_saved_folder(str(model_name_or_path)))
             config = ModelConfig.read(path) if path is not None else None
             if config is None:
                 raise ValueError(f"{model_name_or_path} is not a saved pyterrier_longdoc model; start a new model "
@@ -196,8 +204,34 @@ class LongDocReranker(pt.Transformer):
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
         """``config.json`` (the encoder's transformers config, this library's fields under
-        ``"pyterrier_longdoc"``), ``model.safetensors`` and the tokenizer, in ``path``."""
+        ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card
+        (``README.md``) and ``pt_meta.json``, which makes the folder a PyTerrier artifact:
+        ``pt.Artifact.load(path)`` loads it."""
+        from ._card import artifact_metadata, model_card
+
+        path = Path(path)
         self.model.save_pretrained(path, self.config)
+        (path / "README.md").write_text(model_card(self))
+        (path / "pt_meta.json").write_text(artifact_metadata(self))
+
+    def to_hf(self, repo: str, *, branch: str | None = None, pretty_name: str | None = None,
+              private: bool | None = None) -> None:
+        """Uploads the model to a HuggingFace hub model repository (``owner/name``, or
+        ``owner/name@branch``), as ``save_pretrained`` writes it; ``from_hf`` loads it back.
+        ``pretty_name`` is unused: the model card names the model."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        self.push_to_hub(repo, private=bool(private), revision=branch)
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: str | None = None, **overrides) -> "LongDocReranker":
+        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``)."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        if branch not in (None, "main"):
+            raise ValueError(f"only the main branch of {repo} can be loaded by name; download {branch} and load "
+                             "its folder with from_pretrained")
+        return cls.from_pretrained(repo, **overrides)
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
         """Writes the window scorer as a standard sequence-classification folder, which
@@ -223,7 +257,7 @@ class LongDocReranker(pt.Transformer):
         self.model.tokenizer.save_pretrained(path)
 
     def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
-                    token: str | None = None) -> str:
+                    token: str | None = None, revision: str | None = None) -> str:
         """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
         needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
         import tempfile
@@ -234,7 +268,8 @@ class LongDocReranker(pt.Transformer):
         api.create_repo(repo_id, private=private, exist_ok=True)
         with tempfile.TemporaryDirectory() as folder:
             self.save_pretrained(folder)
-            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message))
+            upload = {"revision": revision} if revision else {}
+            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message, **upload))
 
     def __repr__(self) -> str:
         source, settings = self._source
@@ -337,10 +372,92 @@ class LongDocReranker(pt.Transformer):
         texts = column_texts(inp, self.text_field, self)
         scores = self._score_texts(queries, texts) if len(inp) else np.empty(0)
         self._check_finite(scores, lambda i: row_label(inp, i, scores[i]))
-        return pt.model.add_ranks(inp.assign(score=scores))
+        ranked = pt.model.add_ranks(inp.assign(score=scores))
+        return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
-    def fit(self, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, **options):
-        """Train end to end; see :func:`pyterrier_longdoc.training.fit` for the options."""
+    def predict(self, pairs) -> np.ndarray:
+        """Scores of ``(query, document)`` pairs given as a list of tuples (as
+        ``CrossEncoder.predict`` takes them), or of one pair."""
+        if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(p, str) for p in pairs):
+            return self.predict([pairs])
+        pairs = list(pairs)
+        bad = [i for i, p in enumerate(pairs) if not (isinstance(p, (tuple, list)) and len(p) == 2
+                                                      and all(isinstance(x, str) for x in p))]
+        if bad:
+            raise TypeError(f"predict takes (query, document) pairs of strings; pair {bad[0]} is {pairs[bad[0]]!r}")
+        frame = pd.DataFrame(pairs, columns=["query", "text"])
+        texts = column_texts(frame, "text", self)
+        return self.score_texts(column_texts(frame, "query", self), texts) if pairs else np.empty(0)
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None,
+             return_documents: bool = False) -> list[dict]:
+        """The documents ordered by score, as ``CrossEncoder.rank`` gives them: dicts with
+        ``corpus_id`` (the position in ``documents``), ``score`` and, with
+        ``return_documents``, ``text``; the ``top_k`` best only, when given."""
+        scores = self.predict([(query, d) for d in documents])
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [{"corpus_id": int(i), "score": float(scores[i]), **({"text": documents[i]} if return_documents else {})}
+                for i in order]
+
+    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
+            candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+        """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
+        ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+
+        Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
+        valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
+        result frame (qid, query, docno and the text column) is the candidates themselves. Called
+        directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
+        pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
+        that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
+        """
         from .training import fit
 
-        return fit(self, topics, qrels, candidates, **options)
+        if candidates is None and not _is_result_frame(topics_or_res_tr) and topics_or_res_va is not None \
+                and qrels_va is None:  # fit(topics, qrels, candidates): validation would come with its qrels
+            candidates, topics_or_res_va = topics_or_res_va, None
+        topics, candidates = _topics_and_candidates(topics_or_res_tr, candidates, "training")
+        options = {**self.fit_options, **options}
+        if topics_or_res_va is not None:
+            if "valid_topics" in options:
+                raise TypeError("validation topics given twice: as the third argument and as valid_topics")
+            if valid_candidates is None and not _is_result_frame(topics_or_res_va) \
+                    and isinstance(candidates, pt.Transformer):
+                valid_candidates = candidates
+            valid_topics, valid_candidates = _topics_and_candidates(topics_or_res_va, valid_candidates, "validation")
+            options.update(valid_topics=valid_topics, valid_qrels=qrels_va, valid_candidates=valid_candidates)
+        elif valid_candidates is not None:
+            options["valid_candidates"] = valid_candidates
+        self.history = fit(self, topics, qrels_tr, candidates, **options)
+        self.training_data = {"topics": len(topics), "qrels": len(qrels_tr)}
+        return self.history
+
+
+def _is_result_frame(value) -> bool:
+    return isinstance(value, pd.DataFrame) and "docno" in value.columns
+
+
+def _topics_and_candidates(topics_or_res, candidates, what: str):
+    """(topics, candidates) of a fit argument: a result frame is both; topics need candidates."""
+    if _is_result_frame(topics_or_res):
+        if candidates is not None:
+            raise TypeError(f"the {what} argument is already a result frame (it has docno): candidates are not "
+                            "given twice")
+        pt.validate.result_frame(topics_or_res, extra_columns=["query"])
+        return topics_or_res[["qid", "query"]].drop_duplicates("qid").reset_index(drop=True), topics_or_res
+    if candidates is None:
+        raise TypeError(f"the {what} topics need candidates: pass candidates= (a result frame or a retrieval "
+                        "pipeline), or fit the model inside a pipeline (first_stage >> model).fit(...)")
+    return topics_or_res, candidates
+
+
+def _saved_folder(source: str) -> str:
+    """A training checkpoint folder (``fit(checkpoint_dir=...)``) stands for its latest checkpoint."""
+    path = Path(source)
+    if path.is_dir() and not (path / "config.json").exists():
+        from .training.checkpoints import latest_checkpoint
+
+        latest = latest_checkpoint(path)
+        if latest is not None:
+            return str(latest)
+    return source
