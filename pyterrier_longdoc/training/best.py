@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .._chunking import window_starts
-from .fit import evaluate, fit
-from .sampling import as_frame, hard_negative_pools, text_lookup
+from .fit import evaluate, fit, validation_data
+from .sampling import Named, text_lookup, training_data
 
 SEGMENT_SEPARATOR = "#"
 # the models BeST applies to: trained on one segment, ranking by the best segment
@@ -141,14 +141,12 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     checkpoint_dir = fit_options.pop("checkpoint_dir", None)
 
     reranker = _fresh(model_factory)
-    candidate_frame = as_frame(candidates, topics)
-    pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
-    lookup = text_lookup(candidate_frame, reranker.text_field, text)
+    context = Named(f"fit_best({reranker!r})")
+    data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
+                         context=context)
+    topics, qrels, usable, lookup = data.topics, data.qrels, data.pools, data.lookup
     labels = {(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])}
     queries = dict(zip(topics["qid"].astype(str), topics["query"]))
-    usable = {qid: pool for qid, pool in pools.items() if qid in queries and pool[0] and pool[1]}
-    if not usable:
-        raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
     pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
     pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
     docnos = list(dict.fromkeys(d for _, d, _ in pairs))
@@ -157,16 +155,11 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     per_doc = {d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]}
     rank = {(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)}
     train_topics = topics[topics["qid"].astype(str).isin(set(usable))]
-    if len(train_topics) < len(topics):
-        warnings.warn(f"{len(topics) - len(train_topics)} of {len(topics)} training queries have no judged-relevant "
-                      "document or no negative among their candidates and were skipped")
 
-    validating = valid_topics is not None
-    if validating:
-        if valid_qrels is None or valid_candidates is None:
-            raise ValueError("validation needs valid_topics, valid_qrels and valid_candidates")
-        valid_frame = as_frame(valid_candidates, valid_topics)
-        valid_lookup = text_lookup(valid_frame, reranker.text_field, valid_text if valid_text is not None else text)
+    valid_lookup = lookup if valid_text is None else text_lookup(data.candidates, reranker.text_field, valid_text)
+    validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, valid_lookup,
+                                 context)
+    validating = validation is not None
 
     rows, histories = [], []
     best_value, best_model, best_iteration, since_best = -np.inf, None, 0, 0
@@ -190,7 +183,7 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
                "loss": float(history["loss"].mean()) if len(history) else float("nan")}
         if validating:
             inference = as_maxp(reranker)
-            value = evaluate(inference, valid_topics, valid_qrels, valid_frame, valid_metric, valid_lookup)
+            value = evaluate(inference, *validation, valid_metric, valid_lookup)
             row[valid_metric] = value
             if value > best_value:
                 best_value, best_model, best_iteration, since_best = value, inference, iteration, 0

@@ -14,8 +14,8 @@ import torch
 
 from .checkpoints import fingerprint, remove_checkpoints, remove_leftovers, resume, save_checkpoint
 from .losses import make_loss
-from .sampling import (as_frame, hard_negative_pools, numeric_column, require_frame, sample_epoch, sampled_docnos,
-                       text_lookup)
+from .sampling import (Named, as_frame, checked_qrels, checked_topics, require_frame, sample_epoch, sampled_docnos,
+                       training_data)
 
 
 def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
@@ -70,12 +70,10 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
     if not isinstance(save_total_limit, int) or save_total_limit < 1:
         raise ValueError(f"save_total_limit must be a positive integer, got {save_total_limit!r}")
     criterion = make_loss(loss)
-    context = _Named(f"{reranker!r}.fit")
-    topics = checked_topics(topics, "topics", context)
-    qrels = checked_qrels(qrels, "qrels")
-    candidate_frame = as_frame(candidates, topics)
-    pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
-    lookup = text_lookup(candidate_frame, reranker.text_field, text)
+    context = Named(f"{reranker!r}.fit")
+    data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
+                         context=context)
+    topics, qrels, candidate_frame, pools, lookup = data.topics, data.qrels, data.candidates, data.pools, data.lookup
     texts = document_texts(lookup, sampled_docnos(topics, pools), reranker.text_field, context)
     validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, lookup, context)
     data = fingerprint(topics=topics[["qid", "query"]], qrels=qrels[["qid", "docno", "label"]],
@@ -248,33 +246,9 @@ def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, me
     return float(result[measure])
 
 
-class _Named:
-    """What an error message names as the source of a bad value (``MaxP(...).fit``)."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-def checked_topics(topics, name: str, context) -> pd.DataFrame:
-    """Topics with valid query text (lone surrogates replaced); errors name the rows."""
-    from .._reranker import column_texts
-
-    require_frame(topics, name, ["qid", "query"])
-    return topics.assign(query=column_texts(topics, "query", _Named(f"{context!r} {name}")))
-
-
-def checked_qrels(qrels, name: str) -> pd.DataFrame:
-    """Qrels with numeric labels (numeric strings are read as numbers); errors name the rows."""
-    require_frame(qrels, name, ["qid", "docno", "label"])
-    return qrels.assign(label=numeric_column(qrels, "label", name))
-
-
 def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[str, str]:
     """docno -> text of every document in ``docnos``, fetched now and checked like inference input."""
-    from .._reranker import column_texts
+    from .._runtime import column_texts
 
     frame = pd.DataFrame({"docno": docnos, text_field: lookup(docnos) if docnos else []}, dtype=object)
     return dict(zip(docnos, column_texts(frame, text_field, context)))
@@ -286,7 +260,7 @@ def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
     None without validation."""
     import ir_measures
 
-    from .._reranker import column_texts
+    from .._runtime import column_texts
 
     given = {"valid_topics": topics, "valid_qrels": qrels, "valid_candidates": candidates}
     missing = [name for name, value in given.items() if value is None]
@@ -303,7 +277,7 @@ def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
     topics = checked_topics(topics, "valid_topics", context)
     qrels = checked_qrels(qrels, "valid_qrels")
     frame = require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates", ["qid", "docno"])
-    valid_context = _Named(f"{context!r} valid_candidates")
+    valid_context = Named(f"{context!r} valid_candidates")
     field = reranker.text_field
     if field not in frame.columns:
         texts = document_texts(lookup, frame["docno"].astype(str).tolist(), field, valid_context)

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from .._frames import sort_results
+
 TextLookup = Callable[[list[str]], list[str]]
 
 
@@ -137,7 +139,7 @@ def hard_negative_pools(topics: pd.DataFrame, qrels: pd.DataFrame, candidates: p
     positives = relevant.groupby(relevant["qid"].astype(str))["docno"].apply(lambda d: sorted(d.astype(str)))
     ranked = candidates.assign(qid=candidates["qid"].astype(str), docno=candidates["docno"].astype(str),
                                **{order: numeric_column(candidates, order, "candidates")})
-    ranked = ranked.sort_values(["qid", order], ascending=[True, order == "rank"], kind="stable")
+    ranked = sort_results(ranked)
     top = ranked.groupby("qid", sort=False).head(top_k)
     pools = {}
     for qid, docnos in top.groupby("qid", sort=False)["docno"]:
@@ -160,17 +162,62 @@ def sample_epoch(topics: pd.DataFrame, pools: dict[str, tuple[list[str], list[st
                  rng: np.random.Generator) -> list[Instance]:
     """One instance per usable query, in a shuffled order; the same rng state gives the same epoch."""
     instances = []
-    skipped = 0
     for qid, query in zip(topics["qid"].astype(str), topics["query"]):
         pos, neg = pools.get(qid, ([], []))
-        if not pos or not neg:
-            skipped += 1
-            continue
-        chosen = rng.choice(len(neg), size=negatives, replace=len(neg) < negatives)
-        instances.append(Instance(qid, query, (pos[rng.integers(len(pos))], *(neg[i] for i in chosen))))
+        if pos and neg:  # the others were reported by training_data
+            chosen = rng.choice(len(neg), size=negatives, replace=len(neg) < negatives)
+            instances.append(Instance(qid, query, (pos[rng.integers(len(pos))], *(neg[i] for i in chosen))))
+    return [instances[i] for i in rng.permutation(len(instances))]
+
+
+class Named:
+    """What an error message names as the source of a bad value (``MaxP(...).fit``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def checked_topics(topics, name: str, context) -> pd.DataFrame:
+    """Topics with valid query text (lone surrogates replaced); errors name the rows."""
+    from .._runtime import column_texts
+
+    require_frame(topics, name, ["qid", "query"])
+    return topics.assign(query=column_texts(topics, "query", Named(f"{context!r} {name}")))
+
+
+def checked_qrels(qrels, name: str) -> pd.DataFrame:
+    """Qrels with numeric labels (numeric strings are read as numbers); errors name the rows."""
+    require_frame(qrels, name, ["qid", "docno", "label"])
+    return qrels.assign(label=numeric_column(qrels, "label", name))
+
+
+@dataclass
+class TrainingData:
+    """Checked training input: topics, qrels, candidates, each usable query's (positives,
+    negatives) and where document text comes from."""
+
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    candidates: pd.DataFrame
+    pools: dict[str, tuple[list[str], list[str]]]
+    lookup: "TextLookup"
+
+
+def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: str, context) -> TrainingData:
+    """The prologue of every training loop: inputs checked with errors naming the rows, the hard
+    negative pools, and one warning for the queries that cannot be trained on (an error if none can)."""
+    topics = checked_topics(topics, "topics", context)
+    qrels = checked_qrels(qrels, "qrels")
+    frame = as_frame(candidates, topics)
+    pools = hard_negative_pools(topics, qrels, frame, top_k)
+    usable = {qid: pools[qid] for qid in topics["qid"].astype(str) if qid in pools and all(pools[qid])}
+    skipped = len(topics) - len(usable)
+    if not usable:
+        raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
     if skipped:
         warnings.warn(f"{skipped} of {len(topics)} training queries have no judged-relevant document or no "
-                      "negative among their candidates and were skipped")
-    if not instances:
-        raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
-    return [instances[i] for i in rng.permutation(len(instances))]
+                      "negative among their candidates and were skipped", stacklevel=3)
+    return TrainingData(topics, qrels, frame, usable, text_lookup(frame, text_field, text))
