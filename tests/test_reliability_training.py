@@ -25,7 +25,14 @@ def data():
 
 
 def fit(tiny_bert, topics, qrels, candidates, **options):
-    return new_model(tiny_bert).fit(topics, qrels, candidates, **{**FAST, "callback": no_step, **options})
+    """fit on input that must be refused before anything is encoded or any step taken."""
+    model = new_model(tiny_bert)
+
+    def no_encoding(batch):
+        raise AssertionError("a document was encoded although the input was bad")
+
+    model.model.encode = no_encoding
+    return model.fit(topics, qrels, candidates, **{**FAST, "callback": no_step, **options})
 
 
 # --- item 6: every input checked before the first step ---
@@ -51,10 +58,10 @@ def test_bad_document_text_is_named_before_training(tiny_bert, data, value, erro
 
 def test_missing_text_of_a_positive_is_found_before_training(tiny_bert, data):
     topics, qrels, candidates = data
-    candidates = candidates[candidates["docno"] != "q2-d2"]
-    qrels = qrels  # q2-d2 is q2's positive, judged but not retrieved
-    with pytest.raises(ValueError, match=r"no 'text' for documents \['q2-d2'\]"):
-        fit(tiny_bert, topics, qrels, candidates)
+    candidates = candidates[candidates["docno"] != "q2-d2"]  # q2's positive: judged, not retrieved
+    for seed in range(3):  # whichever query the first step samples
+        with pytest.raises(ValueError, match=r"no 'text' for documents \['q2-d2'\]"):
+            fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
 
 
 @pytest.mark.parametrize("valid, match", [
