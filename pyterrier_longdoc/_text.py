@@ -65,10 +65,3 @@ def text_only_backend(backend):
         backend.normalizer = normalizers.Sequence([backend.normalizer, *spelled] if backend.normalizer else spelled)
     return backend
 
-
-def special_ids(tokenizer) -> set[int]:
-    """The ids of a HuggingFace tokenizer's special tokens (the unknown token excluded: unknown
-    characters legitimately give it)."""
-    ids = set(getattr(tokenizer, "all_special_ids", ()))
-    ids.discard(getattr(tokenizer, "unk_token_id", None))
-    return ids

@@ -1,7 +1,6 @@
 """Issue 12: no bad input reaches a traceback, and no score is silently wrong (inference side)."""
 import gc
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
