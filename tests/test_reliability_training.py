@@ -146,14 +146,16 @@ def test_lone_surrogates_in_training_text_are_replaced_and_named(tiny_bert, data
 
 # --- item 4: a checkpoint belongs to its training data ---
 
-@pytest.mark.parametrize("change", ["topics", "qrels", "candidates"])
+@pytest.mark.parametrize("change", ["topics", "qrels", "candidates", "texts"])
 def test_resuming_with_other_training_data_is_refused(tiny_bert, data, tmp_path, change):
     topics, qrels, candidates = data
     new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **FAST)
-    other = {"topics": topics.assign(query=topics["query"] + " please"),
-             "qrels": qrels.assign(label=qrels["label"] * 2),
-             "candidates": candidates.assign(rank=candidates["rank"][::-1].to_numpy())}
-    frames = {"topics": topics, "qrels": qrels, "candidates": candidates, change: other[change]}
+    other = {"topics": ("topics", topics.assign(query=topics["query"] + " please")),
+             "qrels": ("qrels", qrels.assign(label=qrels["label"] * 2)),
+             "candidates": ("candidates", candidates.assign(rank=candidates["rank"][::-1].to_numpy())),
+             "texts": ("candidates", candidates.assign(text=candidates["text"] + " more"))}
+    frames = {"topics": topics, "qrels": qrels, "candidates": candidates}
+    frames[other[change][0]] = other[change][1]
     with pytest.raises(ValueError, match=rf"written for other training data \(the {change} differ\).*restart=True"):
         fit(tiny_bert, **frames, checkpoint_dir=tmp_path)
     # the same rows in another order are the same data
