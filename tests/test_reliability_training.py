@@ -51,7 +51,8 @@ def test_bad_document_text_is_named_before_training(tiny_bert, data, value, erro
     topics, qrels, candidates = data
     candidates = candidates.astype({"text": object})
     candidates.loc[candidates["docno"] == "q1-d3", "text"] = value  # a negative, sampled or not
-    match = "no 'text' for documents \\['q1-d3'\\]" if error is ValueError else "column 'text' has non-string .*q1-d3"
+    match = (r"no 'text' for documents \['q1-d3'\] \(1 in all\): 1 of them has None/NaN in the candidates' 'text' column"
+             if error is ValueError else "column 'text' has non-string .*q1-d3")
     with pytest.raises(error, match=match):
         fit(tiny_bert, topics, qrels, candidates)
 
