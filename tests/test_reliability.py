@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 import pytest
 import torch
 
@@ -105,6 +106,12 @@ def test_longdoc_passages_keep_the_documents_own_text(tiny_bert):
     n_tokens = len(tokenizer.tokenize(text, split_special_tokens=True))
     assert n_tokens == 13 and len(passages) == 4
     assert all(p in text for p in passages) and passages[0].startswith("Castle [") and text.endswith(passages[-1])
+
+
+def test_longdoc_with_a_python_only_tokenizer_counts_special_strings_as_characters(tmp_path):
+    tokenizer = tiny_tokenizer("byt5", tmp_path)  # no Rust backend, no offsets
+    wrapper = LongDoc(pt.apply.doc_score(lambda row: 0.0), window=4, stride=4, tokenizer=tokenizer)
+    assert wrapper.passages("ab</s>cd") == ["ab</", "s>cd"]  # byte tokens: </s> is 4 of them
 
 
 def write_tiny_monot5(path):
