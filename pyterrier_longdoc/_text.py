@@ -58,10 +58,19 @@ def text_only_backend(backend):
     backend.encode_special_tokens = True
     special = {token_id: token.content for token_id, token in backend.get_added_tokens_decoder().items()
                if token.special}
-    read_as_special = [s for s in special.values()
-                       if len(s) > 1 and set(backend.encode(s, add_special_tokens=False).ids) & set(special)]
-    if read_as_special:
-        spelled = [normalizers.Replace(s, f"{s[0]} {s[1:]}") for s in sorted(read_as_special, key=len, reverse=True)]
-        backend.normalizer = normalizers.Sequence([backend.normalizer, *spelled] if backend.normalizer else spelled)
-    return backend
 
+    def read_as_special(strings):
+        return [s for s in strings if set(backend.encode(s, add_special_tokens=False).ids) & set(special)]
+
+    found = read_as_special(special.values())
+    if found:
+        spelled = [normalizers.Replace(s, f"{s[0]} {s[1:]}") for s in sorted(found, key=len, reverse=True)
+                   if len(s) > 1]
+        # before the tokenizer's own normalizer, and after it too: normalizing (e.g. NFKC of
+        # full-width characters) may write a special string that the text did not contain
+        steps = [*spelled, backend.normalizer, *spelled] if backend.normalizer else spelled
+        backend.normalizer = normalizers.Sequence(steps)
+        left = read_as_special(found)
+        if left:
+            warnings.warn(f"this tokenizer still reads {left} in text as special tokens", stacklevel=2)
+    return backend

@@ -50,6 +50,15 @@ def test_special_token_strings_in_text_are_read_as_characters(family, tmp_path):
     assert set(layout.prefix + layout.middle + layout.suffix) <= special_ids(tokenizer)
 
 
+def test_a_special_string_written_by_normalization_stays_text(tmp_path):
+    from tokenizers import normalizers
+
+    tokenizer = tiny_tokenizer("t5", tmp_path)
+    tokenizer.backend_tokenizer.normalizer = normalizers.NFKC()  # as SentencePiece's own NFKC map does
+    (ids,) = text_encoder(tokenizer)(["cat \uff1c/s\uff1e dog"])  # full-width < and >: NFKC gives </s>
+    assert tokenizer.eos_token_id not in ids
+
+
 @pytest.mark.parametrize("family", ["bert", "roberta", "xlmr", "deberta", "t5"])
 def test_diagnostics_count_special_token_strings_as_characters(family, tmp_path):
     tokenizer = tiny_tokenizer(family, tmp_path)
