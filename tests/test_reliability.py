@@ -271,3 +271,25 @@ def test_a_new_call_starts_again_from_the_full_batch():
     tried.clear()
     run_with_backoff(batch, make_run(8))  # another call: another callable, nothing remembered
     assert tried == [8]
+
+
+def test_a_lower_size_learned_midway_holds_for_the_rest_of_the_batch():
+    bert = SpecialLayout((101,), (102,), (102,), 0, 1)
+    queries, docs = [np.array([1])] * 32, [np.array([2, 3])] * 32
+    plan = ChunkPlan.build(queries, docs, Chunking(window=4), bert)
+    batch = build_batch(plan, np.arange(32), queries, docs, bert, 0)
+    tried, done, budget = [], [], [4]
+
+    def run(b):  # memory shrinks after the fourth successful call (another process took some)
+        tried.append(len(b))
+        if len(b) > budget[0]:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        done.append(len(b))
+        if len(done) == 4:
+            budget[0] = 2
+        return torch.zeros(len(b))
+
+    pieces = run_with_backoff(batch, run)
+    assert sorted(np.concatenate([index for index, _ in pieces]).tolist()) == list(range(32))
+    # one failure at 4 after memory shrank, then 2 for every remaining sequence
+    assert tried == [32, 16, 8, 4, 4, 4, 4, 4] + [2] * 8
