@@ -74,3 +74,22 @@ def text_only_backend(backend):
         if left:
             warnings.warn(f"this tokenizer still reads {left} in text as special tokens", stacklevel=2)
     return backend
+
+
+def text_offsets(tokenizer) -> Callable[[str], tuple[list[tuple[int, int]], list[int | None]]] | None:
+    """``encode(text)``: the character offsets (into ``text``) and word ids of its tokens,
+    without special tokens, special-token strings and lone surrogates read as text. ``tokenizer``
+    is a HuggingFace tokenizer or a ``tokenizers.Tokenizer``; None for a tokenizer without a Rust
+    backend (only those give offsets)."""
+    from tokenizers import Tokenizer
+
+    backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    backend = text_only_backend(backend)
+
+    def encode(text: str) -> tuple[list[tuple[int, int]], list[int | None]]:
+        encoding = backend.encode(without_lone_surrogates(text), add_special_tokens=False)
+        return encoding.offsets, encoding.word_ids
+
+    return encode
