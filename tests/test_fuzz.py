@@ -40,3 +40,26 @@ def test_random_unicode_never_fails_scores_are_finite_and_order_free(model, rows
     assert len(out) == len(frame) and np.isfinite(out["score"].to_numpy(dtype=float)).all()
     np.testing.assert_allclose(shuffled.set_index("docno")["score"].loc[out["docno"]].to_numpy(),
                                out["score"].to_numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    from tokenizer_families import FAMILIES, tiny_tokenizer
+
+    return {family: tiny_tokenizer(family, tmp_path_factory.mktemp(family)) for family in FAMILIES}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=TEXTS)
+def test_no_tokenizer_family_reads_a_special_token_out_of_random_text(tokenizers, text):
+    from pyterrier_longdoc._chunking import text_encoder
+    from pyterrier_longdoc._text import text_offsets, without_lone_surrogates
+    from tokenizer_families import special_ids
+
+    for family, tokenizer in tokenizers.items():
+        (ids,) = text_encoder(tokenizer)([without_lone_surrogates(text)])
+        assert not set(ids) & special_ids(tokenizer), (family, tokenizer.convert_ids_to_tokens(ids))
+        encode = text_offsets(tokenizer)
+        if encode is not None:
+            offsets, _ = encode(text)
+            assert len(offsets) == len(ids) and all(0 <= s <= e <= len(text) for s, e in offsets), family
