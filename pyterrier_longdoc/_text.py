@@ -58,17 +58,38 @@ def text_only_backend(backend):
     backend.encode_special_tokens = True
     special = {token_id: token.content for token_id, token in backend.get_added_tokens_decoder().items()
                if token.special}
-    read_as_special = [s for s in special.values()
-                       if len(s) > 1 and set(backend.encode(s, add_special_tokens=False).ids) & set(special)]
-    if read_as_special:
-        spelled = [normalizers.Replace(s, f"{s[0]} {s[1:]}") for s in sorted(read_as_special, key=len, reverse=True)]
-        backend.normalizer = normalizers.Sequence([backend.normalizer, *spelled] if backend.normalizer else spelled)
+
+    def read_as_special(strings):
+        return [s for s in strings if set(backend.encode(s, add_special_tokens=False).ids) & set(special)]
+
+    found = read_as_special(special.values())
+    if found:
+        spelled = [normalizers.Replace(s, f"{s[0]} {s[1:]}") for s in sorted(found, key=len, reverse=True)
+                   if len(s) > 1]
+        # before the tokenizer's own normalizer, and after it too: normalizing (e.g. NFKC of
+        # full-width characters) may write a special string that the text did not contain
+        steps = [*spelled, backend.normalizer, *spelled] if backend.normalizer else spelled
+        backend.normalizer = normalizers.Sequence(steps)
+        left = read_as_special(found)
+        if left:
+            warnings.warn(f"this tokenizer still reads {left} in text as special tokens", stacklevel=2)
     return backend
 
 
-def special_ids(tokenizer) -> set[int]:
-    """The ids of a HuggingFace tokenizer's special tokens (the unknown token excluded: unknown
-    characters legitimately give it)."""
-    ids = set(getattr(tokenizer, "all_special_ids", ()))
-    ids.discard(getattr(tokenizer, "unk_token_id", None))
-    return ids
+def text_offsets(tokenizer) -> Callable[[str], tuple[list[tuple[int, int]], list[int | None]]] | None:
+    """``encode(text)``: the character offsets (into ``text``) and word ids of its tokens,
+    without special tokens, special-token strings and lone surrogates read as text. ``tokenizer``
+    is a HuggingFace tokenizer or a ``tokenizers.Tokenizer``; None for a tokenizer without a Rust
+    backend (only those give offsets)."""
+    from tokenizers import Tokenizer
+
+    backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    backend = text_only_backend(backend)
+
+    def encode(text: str) -> tuple[list[tuple[int, int]], list[int | None]]:
+        encoding = backend.encode(without_lone_surrogates(text), add_special_tokens=False)
+        return encoding.offsets, encoding.word_ids
+
+    return encode

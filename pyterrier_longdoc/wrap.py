@@ -14,7 +14,7 @@ import pyterrier as pt
 
 from ._chunking import window_starts
 from ._runtime import column_texts
-from ._text import text_only_backend, without_lone_surrogates
+from ._text import text_offsets, text_only_backend, without_lone_surrogates
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
@@ -58,8 +58,7 @@ class LongDoc(pt.Transformer):
             raise ValueError(f"stride ({stride}) > window ({window}) would skip document text")
         self.scorer, self.aggregation, self.window, self.stride, self.k = scorer, aggregation, window, stride, k
         self.text_field, self.tokenizer = text_field, tokenizer
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        self._backend = text_only_backend(backend) if backend is not None else None
+        self._offsets = text_offsets(tokenizer) if tokenizer is not None else None
 
     def __repr__(self) -> str:
         extra = f", k={self.k}" if self.aggregation == "kmaxavg" else ""
@@ -70,8 +69,8 @@ class LongDoc(pt.Transformer):
     def passages(self, text: str) -> list[str]:
         """The passages of one document text."""
         text = without_lone_surrogates(text)
-        if self._backend is not None:
-            offsets = self._backend.encode(text, add_special_tokens=False).offsets
+        if self._offsets is not None:
+            offsets, _ = self._offsets(text)
             return [text[offsets[s][0]:offsets[min(s + self.window, len(offsets)) - 1][1]] if offsets else text
                     for s in window_starts(len(offsets), self.window, self.stride)]
         if self.tokenizer is None:

@@ -1,10 +1,10 @@
 """Issue 12: no bad input reaches a traceback, and no score is silently wrong (inference side)."""
 import gc
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 import pytest
 import torch
 
@@ -50,13 +50,23 @@ def test_special_token_strings_in_text_are_read_as_characters(family, tmp_path):
     assert set(layout.prefix + layout.middle + layout.suffix) <= special_ids(tokenizer)
 
 
+def test_a_special_string_written_by_normalization_stays_text(tmp_path):
+    from tokenizers import normalizers
+
+    tokenizer = tiny_tokenizer("t5", tmp_path)
+    tokenizer.backend_tokenizer.normalizer = normalizers.NFKC()  # as SentencePiece's own NFKC map does
+    (ids,) = text_encoder(tokenizer)(["cat \uff1c/s\uff1e dog"])  # full-width < and >: NFKC gives </s>
+    assert tokenizer.eos_token_id not in ids
+
+
 @pytest.mark.parametrize("family", ["bert", "roberta", "xlmr", "deberta", "t5"])
 def test_diagnostics_count_special_token_strings_as_characters(family, tmp_path):
     tokenizer = tiny_tokenizer(family, tmp_path)
     special = tokenizer.all_special_tokens[0]
     counter = HFTokenizer(tokenizer)
-    assert count_tokens(counter, f"cat {special} dog") > 3  # cat, the characters of the special, dog
-    assert count_tokens(counter, f"cat {special} dog") == len(text_encoder(tokenizer)([f"cat {special} dog"])[0])
+    text = f"cat {special} dog"
+    assert all(text[start:end] != special for start, end in counter.spans(text))  # no token is the whole special
+    assert count_tokens(counter, text) == len(text_encoder(tokenizer)([text])[0])
 
 
 def test_the_encoder_sees_no_special_token_from_user_text(maxp):
@@ -105,6 +115,12 @@ def test_longdoc_passages_keep_the_documents_own_text(tiny_bert):
     n_tokens = len(tokenizer.tokenize(text, split_special_tokens=True))
     assert n_tokens == 13 and len(passages) == 4
     assert all(p in text for p in passages) and passages[0].startswith("Castle [") and text.endswith(passages[-1])
+
+
+def test_longdoc_with_a_python_only_tokenizer_counts_special_strings_as_characters(tmp_path):
+    tokenizer = tiny_tokenizer("byt5", tmp_path)  # no Rust backend, no offsets
+    wrapper = LongDoc(pt.apply.doc_score(lambda row: 0.0), window=4, stride=4, tokenizer=tokenizer)
+    assert wrapper.passages("ab</s>cd") == ["ab</", "s>cd"]  # byte tokens: </s> is 4 of them
 
 
 def write_tiny_monot5(path):
@@ -255,3 +271,25 @@ def test_a_new_call_starts_again_from_the_full_batch():
     tried.clear()
     run_with_backoff(batch, make_run(8))  # another call: another callable, nothing remembered
     assert tried == [8]
+
+
+def test_a_lower_size_learned_midway_holds_for_the_rest_of_the_batch():
+    bert = SpecialLayout((101,), (102,), (102,), 0, 1)
+    queries, docs = [np.array([1])] * 32, [np.array([2, 3])] * 32
+    plan = ChunkPlan.build(queries, docs, Chunking(window=4), bert)
+    batch = build_batch(plan, np.arange(32), queries, docs, bert, 0)
+    tried, done, budget = [], [], [4]
+
+    def run(b):  # memory shrinks after the fourth successful call (another process took some)
+        tried.append(len(b))
+        if len(b) > budget[0]:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        done.append(len(b))
+        if len(done) == 4:
+            budget[0] = 2
+        return torch.zeros(len(b))
+
+    pieces = run_with_backoff(batch, run)
+    assert sorted(np.concatenate([index for index, _ in pieces]).tolist()) == list(range(32))
+    # one failure at 4 after memory shrank, then 2 for every remaining sequence
+    assert tried == [32, 16, 8, 4, 4, 4, 4, 4] + [2] * 8

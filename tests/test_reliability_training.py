@@ -25,7 +25,14 @@ def data():
 
 
 def fit(tiny_bert, topics, qrels, candidates, **options):
-    return new_model(tiny_bert).fit(topics, qrels, candidates, **{**FAST, "callback": no_step, **options})
+    """fit on input that must be refused before anything is encoded or any step taken."""
+    model = new_model(tiny_bert)
+
+    def no_encoding(batch):
+        raise AssertionError("a document was encoded although the input was bad")
+
+    model.model.encode = no_encoding
+    return model.fit(topics, qrels, candidates, **{**FAST, "callback": no_step, **options})
 
 
 # --- item 6: every input checked before the first step ---
@@ -44,17 +51,18 @@ def test_bad_document_text_is_named_before_training(tiny_bert, data, value, erro
     topics, qrels, candidates = data
     candidates = candidates.astype({"text": object})
     candidates.loc[candidates["docno"] == "q1-d3", "text"] = value  # a negative, sampled or not
-    match = "no 'text' for documents \\['q1-d3'\\]" if error is ValueError else "column 'text' has non-string .*q1-d3"
+    match = (r"no 'text' for documents \['q1-d3'\] \(1 in all\): 1 of them has None/NaN in the candidates' 'text' column"
+             if error is ValueError else "column 'text' has non-string .*q1-d3")
     with pytest.raises(error, match=match):
         fit(tiny_bert, topics, qrels, candidates)
 
 
 def test_missing_text_of_a_positive_is_found_before_training(tiny_bert, data):
     topics, qrels, candidates = data
-    candidates = candidates[candidates["docno"] != "q2-d2"]
-    qrels = qrels  # q2-d2 is q2's positive, judged but not retrieved
-    with pytest.raises(ValueError, match=r"no 'text' for documents \['q2-d2'\]"):
-        fit(tiny_bert, topics, qrels, candidates)
+    candidates = candidates[candidates["docno"] != "q2-d2"]  # q2's positive: judged, not retrieved
+    for seed in range(3):  # whichever query the first step samples
+        with pytest.raises(ValueError, match=r"no 'text' for documents \['q2-d2'\]"):
+            fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
 
 
 @pytest.mark.parametrize("valid, match", [
@@ -139,14 +147,16 @@ def test_lone_surrogates_in_training_text_are_replaced_and_named(tiny_bert, data
 
 # --- item 4: a checkpoint belongs to its training data ---
 
-@pytest.mark.parametrize("change", ["topics", "qrels", "candidates"])
+@pytest.mark.parametrize("change", ["topics", "qrels", "candidates", "texts"])
 def test_resuming_with_other_training_data_is_refused(tiny_bert, data, tmp_path, change):
     topics, qrels, candidates = data
     new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **FAST)
-    other = {"topics": topics.assign(query=topics["query"] + " please"),
-             "qrels": qrels.assign(label=qrels["label"] * 2),
-             "candidates": candidates.assign(rank=candidates["rank"][::-1].to_numpy())}
-    frames = {"topics": topics, "qrels": qrels, "candidates": candidates, change: other[change]}
+    other = {"topics": ("topics", topics.assign(query=topics["query"] + " please")),
+             "qrels": ("qrels", qrels.assign(label=qrels["label"] * 2)),
+             "candidates": ("candidates", candidates.assign(rank=candidates["rank"][::-1].to_numpy())),
+             "texts": ("candidates", candidates.assign(text=candidates["text"] + " more"))}
+    frames = {"topics": topics, "qrels": qrels, "candidates": candidates}
+    frames[other[change][0]] = other[change][1]
     with pytest.raises(ValueError, match=rf"written for other training data \(the {change} differ\).*restart=True"):
         fit(tiny_bert, **frames, checkpoint_dir=tmp_path)
     # the same rows in another order are the same data

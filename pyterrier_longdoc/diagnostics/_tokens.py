@@ -12,7 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Any, Protocol, runtime_checkable
 
-from .._text import text_only_backend, without_lone_surrogates
+from .._text import text_offsets
 
 Span = tuple[int, int]
 
@@ -53,19 +53,16 @@ class HFTokenizer:
     """
 
     def __init__(self, tokenizer: Any) -> None:
-        import tokenizers
-
-        backend = tokenizer if isinstance(tokenizer, tokenizers.Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
-        if backend is None:
+        self._encode = text_offsets(tokenizer)
+        if self._encode is None:
             raise ValueError(
                 f"{type(tokenizer).__name__} has no Rust backend (backend_tokenizer), so it cannot give "
                 "token offsets; load a fast tokenizer (AutoTokenizer.from_pretrained(path))"
             )
-        self._backend = text_only_backend(backend)
         self.name = getattr(tokenizer, "name_or_path", type(tokenizer).__name__)
 
     def spans(self, text: str) -> list[Span]:
-        return [tuple(o) for o in self._backend.encode(without_lone_surrogates(text), add_special_tokens=False).offsets]
+        return [tuple(o) for o in self._encode(text)[0]]
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name!r})"

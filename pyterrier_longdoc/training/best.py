@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._chunking import window_starts
+from .._text import text_offsets, without_lone_surrogates
 from .fit import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
 
@@ -75,25 +76,25 @@ def segment_documents(reranker, docnos: Iterable[str], texts: Iterable[str]) -> 
     """
     model = reranker.model
     chunking = model.chunking
-    tokenizer = model.tokenizer
+    encode = text_offsets(model.tokenizer)  # special-token strings and lone surrogates read as text
+    if encode is None:
+        raise ValueError(f"cutting documents into segments needs character offsets, which the slow "
+                         f"{type(model.tokenizer).__name__} cannot give: use a model with a fast tokenizer")
     rows = []
     for docno, text in zip(docnos, texts):
-        for k, (start, end) in enumerate(_segment_spans(text, tokenizer, chunking, model.layout)):
+        text = without_lone_surrogates(text)  # U+FFFD, one character for one: the offsets stay
+        for k, (start, end) in enumerate(_segment_spans(text, encode, chunking, model.layout)):
             rows.append((docno, k, segment_id(docno, k), text[start:end], start, end))
     return pd.DataFrame(rows, columns=["docno", "segment", "seg_docno", "text", "char_start", "char_end"])
 
 
-def _segment_spans(text: str, tokenizer, chunking, layout) -> list[tuple[int, int]]:
-    try:
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    except NotImplementedError as error:
-        raise ValueError(f"cutting documents into segments needs character offsets, which the slow "
-                         f"{type(tokenizer).__name__} cannot give: use a model with a fast tokenizer") from error
-    offsets = encoded["offset_mapping"][:chunking.max_doc_tokens]
+def _segment_spans(text: str, encode, chunking, layout) -> list[tuple[int, int]]:
+    offsets, words = encode(text)
+    offsets = offsets[:chunking.max_doc_tokens]
     n = len(offsets)
     if n == 0:
         return [(0, len(text))]
-    words = encoded.word_ids()[:n] if hasattr(encoded, "word_ids") else None
+    words = words[:n]
     window = chunking.doc_window(layout)
     stride = chunking.stride or window
     starts_word = [i == 0 or words is None or words[i] is None or words[i] != words[i - 1] for i in range(n)]

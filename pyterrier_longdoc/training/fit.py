@@ -49,7 +49,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
             a later call with the same directory resumes from the newest valid checkpoint (a
             damaged one is skipped with a warning) and ends with the same model as an
             uninterrupted run. Resuming with other options or other training data (topics,
-            qrels, candidates) is refused.
+            qrels, the candidates' ranking, the documents' text) is refused.
         callback: called after every optimiser step with the history row.
         save_total_limit: how many of the newest checkpoints are kept.
         restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
@@ -76,8 +76,13 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
     topics, qrels, candidate_frame, pools, lookup = data.topics, data.qrels, data.candidates, data.pools, data.lookup
     texts = document_texts(lookup, sampled_docnos(topics, pools), reranker.text_field, context)
     validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, lookup, context)
+    # what training reads of the candidates: each query's ranked negatives (retrieval scores that
+    # differ in the last digit but rank the same are the same data), and the sampled documents' text
+    ranked_negatives = pd.DataFrame([(qid, d, k) for qid, (_, neg) in pools.items() for k, d in enumerate(neg)],
+                                    columns=["qid", "docno", "rank"])
     data = fingerprint(topics=topics[["qid", "query"]], qrels=qrels[["qid", "docno", "label"]],
-                       candidates=candidate_frame)
+                       candidates=ranked_negatives,
+                       texts=pd.DataFrame({"docno": list(texts), "text": list(texts.values())}))
 
     world, rank = distributed_setup(reranker)
     model = reranker.model

@@ -88,18 +88,26 @@ def text_lookup(candidates: pd.DataFrame, text_field: str, text) -> TextLookup:
     """
     check_text_source(text, text_field)
     known: dict[str, str] = {}
+    blank: set[str] = set()  # docnos whose text in the candidates is None/NaN
     if text_field in candidates.columns:
-        known = {d: t for d, t in zip(candidates["docno"].astype(str), candidates[text_field])
-                 if isinstance(t, str) or not pd.api.types.is_scalar(t) or not pd.isna(t)}
+        for docno, value in zip(candidates["docno"].astype(str), candidates[text_field]):
+            if not isinstance(value, str) and pd.api.types.is_scalar(value) and pd.isna(value):
+                blank.add(docno)
+            else:
+                known[docno] = value
 
     def lookup(docnos: list[str]) -> list[str]:
         missing = sorted({d for d in docnos if d not in known})
         if missing:
             known.update(_fetch(missing, text, text_field))
-        absent = [d for d in docnos if d not in known]
+        absent = list(dict.fromkeys(d for d in docnos if d not in known))
         if absent:
-            raise ValueError(f"no {text_field!r} for documents {absent[:5]} ({len(absent)} in all): they are not in the "
-                             f"candidates' text column; pass text= {TEXT_FORMS}")
+            n_blank = len(blank & set(absent))
+            where = (f"{n_blank} of them {'has' if n_blank == 1 else 'have'} None/NaN in the candidates' "
+                     f"{text_field!r} column, the others are not in it" if n_blank
+                     else f"they are not in the candidates' {text_field!r} column")
+            source = "nor in the text= given" if text is not None else f"pass text= {TEXT_FORMS}"
+            raise ValueError(f"no {text_field!r} for documents {absent[:5]} ({len(absent)} in all): {where}; {source}")
         return [known[d] for d in docnos]
 
     return lookup
