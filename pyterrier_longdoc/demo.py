@@ -161,11 +161,14 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
         print(tables[group].to_string(index=False))
     findings = conclusions(tables, random_rr)
     seconds = time.time() - started
+    cpu_seconds = time.process_time()  # all threads: on a shared machine, CPU seconds / cores is the idle wall time
     print(f"\nConclusions ({dtype}):")
     for finding, holds in findings.items():
         print(f"- {'yes' if holds else 'NO '}  {finding}")
-    _write_results(output / "results.json", tables, random_rr, findings, dtype, seconds, quick, len(test.topics))
-    print(f"\nModels saved under {output}; results in {output / 'results.json'}; finished in {seconds:.0f} s")
+    _write_results(output / "results.json", tables, random_rr, findings, dtype, seconds, quick, len(test.topics),
+                   cpu_seconds)
+    print(f"\nModels saved under {output}; results in {output / 'results.json'}; finished in {seconds:.0f} s "
+          f"({cpu_seconds:.0f} CPU seconds over {torch.get_num_threads()} threads)")
     if (not quick if check is None else check) and not all(findings.values()):
         failed = "; ".join(f for f, holds in findings.items() if not holds)
         raise SystemExit(f"the demo's conclusions do not hold in this run ({dtype}): {failed}")
@@ -203,7 +206,7 @@ def expected_random_rr(first_stage_run: pd.DataFrame, subset) -> float:
     return float(sum(values) / len(values)) if values else float("nan")
 
 
-def _write_results(path: Path, tables, random_rr, findings, dtype, seconds, quick, n_test) -> None:
+def _write_results(path: Path, tables, random_rr, findings, dtype, seconds, quick, n_test, cpu_seconds) -> None:
     import json
     import platform
 
@@ -211,7 +214,8 @@ def _write_results(path: Path, tables, random_rr, findings, dtype, seconds, quic
         return json.loads(table.to_json(orient="records"))
 
     path.write_text(json.dumps({
-        "dtype": dtype, "seconds": round(seconds), "quick": quick, "test_queries": n_test,
+        "dtype": dtype, "seconds": round(seconds), "cpu_seconds": round(cpu_seconds), "quick": quick,
+        "test_queries": n_test,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "native_bf16": native_bf16_cpu(), "random_rr": random_rr, "conclusions": findings,
         "tables": {group: records(table) for group, table in tables.items()},

@@ -37,7 +37,7 @@ def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny
     from sentence_transformers import CrossEncoder
 
     held_out = toy_triples(64, seed=1)
-    path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=3, lr=3e-3,
+    path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=4, lr=1e-2,
                                 batch_size=16, seed=0, bf16=False)
     assert path == str(tmp_path / "ranker")
     assert not (tmp_path / "ranker" / "trainer").exists()  # the trainer's scratch folder is gone
