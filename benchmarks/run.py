@@ -208,37 +208,18 @@ def main(argv=None) -> int:
 
 
 def crossencoder_setup(maxp, frame, directory: Path):
-    """A CrossEncoder with our MaxP's weights, and the exact (query, window) pairs MaxP scores.
-
-    Our encoder + linear head become a BertForSequenceClassification: encoder weights copied, the
-    head copied into ``classifier``. BERT's classifier reads ``pooler(CLS) = tanh(W CLS + b)``,
-    ours reads CLS itself, so the saved pooler is the identity (W = I, b = 0) and its tanh is
-    swapped for an identity after loading: the CrossEncoder then computes exactly ``head(CLS)``.
-    """
+    """A CrossEncoder with our MaxP's weights (``save_cross_encoder``), and the exact (query,
+    window) pairs MaxP scores."""
     import numpy as np
-    import torch
     from sentence_transformers import CrossEncoder
     from transformers import BertForSequenceClassification
 
     from pyterrier_longdoc._batching import ChunkPlan
 
     m = maxp.model
-    config = m.encoder.config.__class__.from_dict(m.encoder.config.to_dict())
-    config.num_labels = 1
-    config.id2label, config.label2id = {0: "LABEL_0"}, {"LABEL_0": 0}
-    config.architectures = ["BertForSequenceClassification"]
-    classifier = BertForSequenceClassification(config)
-    classifier.bert.load_state_dict(m.encoder.state_dict())
-    with torch.no_grad():
-        classifier.bert.pooler.dense.weight.copy_(torch.eye(config.hidden_size))
-        classifier.bert.pooler.dense.bias.zero_()
-        classifier.classifier.weight.copy_(m.aggregator.head.weight)
-        classifier.classifier.bias.copy_(m.aggregator.head.bias)
-    classifier.save_pretrained(directory)
-    m.tokenizer.save_pretrained(directory)
+    maxp.save_cross_encoder(directory)
     ce = CrossEncoder(str(directory), num_labels=1, max_length=512, device="cpu")
     hf = next(module for module in ce.modules() if isinstance(module, BertForSequenceClassification))
-    hf.bert.pooler.activation = torch.nn.Identity()
     C.hook_encoder(hf.bert, hf.config)
     preprocess = ce.preprocess
 
@@ -372,30 +353,30 @@ def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
         hook.remove()
 
     head = maxp.model.aggregator.head
-    weight, bias = head.weight.detach().float().view(-1), float(head.bias.detach().float())
     features, mask = captured["fp32"]
     valid = features[mask]
     direction = torch.linalg.svd(valid - valid.mean(0), full_matrices=False).Vh[0]
-    heads = {"model's random head": (weight, bias), "max-variance head": (direction, 0.0)}
+    heads = {"model's random head": lambda f: head(f).squeeze(-1), "max-variance head": lambda f: f @ direction}
 
-    def maxp_scores(name, w, b):
+    def maxp_scores(name, score):
         f, m = captured[name]
-        return ((f @ w + b).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
+        with torch.no_grad():
+            return (score(f).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
 
     qids = frame["qid"].to_numpy()
     rows, detail = [], []
     for name in ("bf16", "int8"):
         speedup = C.paired_ratio(rec, "fp32", name)
         rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name})", f"{speedup:.2f}x", "report", "-"])
-        for label, (w, b) in heads.items():
-            reference, other = maxp_scores("fp32", w, b), maxp_scores(name, w, b)
+        for label, score in heads.items():
+            reference, other = maxp_scores("fp32", score), maxp_scores(name, score)
             taus = [kendalltau(reference[qids == q], other[qids == q]).statistic for q in np.unique(qids)]
             tau = float(np.mean(taus))  # nan when a side ties every document
             rows.append(["8", f"{name} Kendall tau vs fp32, {label} (mean of {len(taus)} queries)",
                          f"{tau:.3f}" if tau == tau else "nan (all tied)", ">= 0.99", tau >= 0.99])
             detail.append([name, label, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
                            f"{np.abs(reference - other).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
-    own = np.abs(maxp_scores("fp32", weight, bias) - rec.results["fp32"]).max()
+    own = np.abs(maxp_scores("fp32", heads["model's random head"]) - rec.results["fp32"]).max()
     detail.insert(0, ["fp32", "", "1", "1", "", "0", f"{rec.median_stats('fp32').wall:.2f}"])
     try:
         capability = torch.backends.cpu.get_cpu_capability()

@@ -1,20 +1,16 @@
 """Long-document neural re-ranking for PyTerrier."""
-__version__ = "0.1.0"
-
-from ._reranker import LongDocReranker, model_class, registered_models
-from .aggregators.cedr import CedrDrmm, CedrKnrm, CedrPacrr
-from .aggregators.model1 import NeuralModel1
-from .aggregators.parade import (AvgP, ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
-                                 ParadeTransformerPretrained, ParadeTransformerQ)
-from .aggregators.score import FirstP, MaxP, SumP
+from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
+from ._version import __version__
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
-from .longp import LongP
+from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
+                     ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
+                     ParadeTransformerQ, SumP)
 from .wrap import LongDoc
 
 __all__ = [
-    "LongDocReranker", "model_class", "registered_models",
-    "FirstP", "MaxP", "SumP", "AvgP",
+    "__version__", "LongDocReranker", "UntrainedHeadWarning", "model_class", "registered_models",
+    "FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP",
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",

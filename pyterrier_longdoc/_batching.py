@@ -5,6 +5,7 @@ batch pads only to the longest of similar lengths; results are scattered back by
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -66,10 +67,12 @@ class ChunkBatch:
 
     def split(self) -> tuple["ChunkBatch", "ChunkBatch"]:
         half = len(self) // 2
+        return self.select(slice(0, half)), self.select(slice(half, len(self)))
+
+    def select(self, rows: slice) -> "ChunkBatch":
+        """The sequences ``rows`` of this batch, without the padding they do not need."""
         tensors = (self.input_ids, self.attention_mask, self.token_type_ids, self.query_mask, self.doc_mask)
-        first = ChunkBatch(self.index[:half], *(t[:half] for t in tensors))
-        second = ChunkBatch(self.index[half:], *(t[half:] for t in tensors))
-        return first.trim(), second.trim()
+        return ChunkBatch(self.index[rows], *(t[rows] for t in tensors)).trim()
 
     def trim(self) -> "ChunkBatch":
         """Drop padding columns no sequence of this batch needs."""
@@ -112,18 +115,38 @@ def build_batch(plan: ChunkPlan, index: np.ndarray, query_ids: Sequence[np.ndarr
                       torch.from_numpy(query_mask), torch.from_numpy(doc_mask))
 
 
+_OUT_OF_MEMORY = ("CUDA out of memory", "MPS backend out of memory",
+                  "DefaultCPUAllocator: can't allocate memory")  # the last: a failed CPU allocation
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, torch.OutOfMemoryError):
         return True
-    message = str(error)
-    return isinstance(error, RuntimeError) and ("CUDA out of memory" in message or "MPS backend out of memory" in message)
+    return isinstance(error, RuntimeError) and any(text in str(error) for text in _OUT_OF_MEMORY)
+
+
+# The largest batch that fitted, per ``run`` callable: the scoring loop makes one callable per
+# call, so a size learned on one batch holds for the rest of that call (and is forgotten with it).
+_FITTED: "weakref.WeakKeyDictionary[Callable, int]" = weakref.WeakKeyDictionary()
 
 
 def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:
-    """``run(batch)``; on an out-of-memory error, halve the batch and retry, down to one sequence.
+    """``run(batch)``; on an out-of-memory error (CUDA, MPS or a CPU allocation), halve the batch
+    and retry, down to one sequence. The size that worked is kept for every later batch given
+    with the same ``run``, so one OOM is not paid again on each of them.
 
     Returns (chunk indices, output) pieces. Only out-of-memory errors are caught.
     """
+    pieces, start = [], 0
+    while start < len(batch):
+        size = _FITTED.get(run, len(batch))  # read again each time: an OOM on a piece lowers it
+        part = batch if start == 0 and size >= len(batch) else batch.select(slice(start, start + size))
+        pieces += _run_halving(part, run)
+        start += len(part)
+    return pieces
+
+
+def _run_halving(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:
     try:
         return [(batch.index, run(batch))]
     except Exception as error:  # noqa: BLE001 - re-raised below unless it is an OOM
@@ -133,7 +156,12 @@ def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor
             raise RuntimeError(
                 f"out of memory encoding a single sequence of {int(batch.attention_mask.sum())} tokens; "
                 "use a smaller max_length/window, dtype='bf16', or a device with more memory") from error
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        first, second = batch.split()
-        return run_with_backoff(first, run) + run_with_backoff(second, run)
+    # retried outside the except block, so the failed attempt's traceback (and tensors) are freed
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    first, second = batch.split()
+    try:
+        _FITTED[run] = min(len(first), _FITTED.get(run, len(first)))
+    except TypeError:  # a callable that takes no weak reference: halve every batch anew
+        pass
+    return run_with_backoff(first, run) + run_with_backoff(second, run)

@@ -7,14 +7,18 @@ once serves every query that retrieves it.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ._text import text_only_backend, without_lone_surrogates
+
 CHUNK_SELECTIONS = ("first", "first_last_even")
+DISJOINT_SPLITS = ("even", "fill")
 
 # Characters of text per token are at least 1 for WordPiece and SentencePiece, and bytes per
 # token at least 1 for byte-level BPE; a prefix of this many characters per wanted token (cut
@@ -23,6 +27,8 @@ CHUNK_SELECTIONS = ("first", "first_last_even")
 _CHARS_PER_TOKEN = 8
 _WHITESPACE = re.compile(r"\s")
 _TOKENIZER_BATCH = 256
+# what a cache entry costs besides its ids: the key, the tuple, the array header, the dict slot
+_ENTRY_OVERHEAD = 200
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class SpecialLayout:
         return cls(tuple(ids[:i]), tuple(ids[i + len(a):j]), tuple(ids[j + len(b):]), types[i], types[j])
 
 
+def window_starts(n_tokens: int, window: int, stride: int) -> range:
+    """Where the windows over ``n_tokens`` start: every ``stride`` tokens, the last one where it
+    still adds tokens no earlier window covered (one window for an empty text)."""
+    return range(0, max(1, n_tokens - window + stride), stride)
+
+
 def _find(seq: list[int], sub: list[int], start: int) -> int:
     for k in range(start, len(seq) - len(sub) + 1):
         if seq[k:k + len(sub)] == sub:
@@ -66,10 +78,12 @@ class Chunking:
     """How a model cuts a document into chunks; saved in ``config.json``.
 
     ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
-    document tokens per chunk (477 for BERT). ``stride=None`` means ``stride = window``
-    (disjoint chunks). ``max_chunks`` caps the chunks per document; ``chunk_selection`` says
-    which to keep: ``"first"``, or PARADE's ``"first_last_even"`` (the first, the last, and
-    the rest evenly spaced between them).
+    document tokens per chunk (477 for BERT). ``stride=None`` means disjoint chunks: with
+    ``disjoint_split="even"`` (the reference code's way) a document of n tokens is cut into
+    ``ceil(n / window)`` chunks of equal size (800 tokens in 489-token windows: 400 + 400);
+    ``"fill"`` fills every chunk but the last (489 + 311; version 0.1's way). ``max_chunks``
+    caps the chunks per document; ``chunk_selection`` says which to keep: ``"first"``, or
+    PARADE's ``"first_last_even"`` (the first, the last, and the rest evenly spaced between them).
     """
 
     window: int | None = None
@@ -79,6 +93,7 @@ class Chunking:
     max_chunks: int | None = None
     chunk_selection: str = "first"
     max_length: int = 512
+    disjoint_split: str = "even"
 
     def __post_init__(self):
         for name in ("window", "stride", "max_chunks"):
@@ -89,13 +104,12 @@ class Chunking:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.disjoint_split not in DISJOINT_SPLITS:
+            raise ValueError(f"disjoint_split must be one of {DISJOINT_SPLITS}, got {self.disjoint_split!r}")
         if self.chunk_selection not in CHUNK_SELECTIONS:
             raise ValueError(f"chunk_selection must be one of {CHUNK_SELECTIONS}, got {self.chunk_selection!r}")
         if self.window is not None and self.stride is not None and self.stride > self.window:
             raise ValueError(f"stride ({self.stride}) > window ({self.window}) would skip document tokens")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     def doc_window(self, layout: SpecialLayout) -> int:
         window = self.window or self.max_length - self.max_query_tokens - layout.n_special
@@ -111,10 +125,10 @@ class Chunking:
         An empty document still has one (empty) chunk, so the model scores the query alone.
         """
         window = self.doc_window(layout)
+        if self.stride is None and self.disjoint_split == "even" and n_tokens > window:
+            window = -(-n_tokens // -(-n_tokens // window))  # ceil(n / number of chunks)
         stride = self.stride or window
-        # the last window starts where it still adds tokens that no earlier window covered
-        starts = range(0, max(1, n_tokens - window + stride), stride)
-        spans = [(s, min(s + window, n_tokens)) for s in starts]
+        spans = [(s, min(s + window, n_tokens)) for s in window_starts(n_tokens, window, stride)]
         if self.max_chunks is not None and len(spans) > self.max_chunks:
             if self.chunk_selection == "first":
                 spans = spans[:self.max_chunks]
@@ -136,42 +150,52 @@ class Chunking:
 class Tokenization:
     """Tokenizes texts to id arrays without special tokens, each text once.
 
-    Keeps a bounded cache keyed by (text, limit), so a document scored by several models or
-    pipelines in the same process is tokenized once.
+    User text stays text: a literal ``[SEP]``, ``<s>`` or ``</s>`` in a query or document is
+    read as characters, never as a special token (see :func:`text_only_backend`); lone
+    surrogates are read as U+FFFD. A cache keyed by a hash of (text, limit) and bounded by the
+    bytes of the ids it holds (``cache_bytes``) serves a document scored by several models or
+    pipelines in the same process; it never keeps the texts themselves.
     """
 
-    def __init__(self, tokenizer, cache_size: int = 100_000):
+    def __init__(self, tokenizer, cache_bytes: int = 64 << 20):
         self.tokenizer = tokenizer
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, bool]] = OrderedDict()
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[bytes, tuple[np.ndarray, bool]] = OrderedDict()
+        self._cached_bytes = 0
+        self.encode = text_encoder(tokenizer)
 
     def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
         """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
         ids: list[np.ndarray | None] = [None] * len(texts)
         cropped = np.zeros(len(texts), dtype=bool)
-        todo: dict[str, list[int]] = {}
+        todo: dict[bytes, list[int]] = {}
         for i, text in enumerate(texts):
-            hit = self._cache.get((text, max_tokens))
+            key = _cache_key(text, max_tokens)
+            hit = self._cache.get(key)
             if hit is None:
-                todo.setdefault(text, []).append(i)
+                todo.setdefault(key, []).append(i)
             else:
-                self._cache.move_to_end((text, max_tokens))
+                self._cache.move_to_end(key)
                 ids[i], cropped[i] = hit
         unique = list(todo)
         for start in range(0, len(unique), _TOKENIZER_BATCH):  # slices bound the tokenizer's own memory
-            texts_slice = unique[start:start + _TOKENIZER_BATCH]
-            for text, (tokens, was_cropped) in zip(texts_slice, self._tokenize(texts_slice, max_tokens)):
-                for i in todo[text]:
+            keys = unique[start:start + _TOKENIZER_BATCH]
+            texts_slice = [without_lone_surrogates(texts[todo[key][0]]) for key in keys]
+            for key, (tokens, was_cropped) in zip(keys, self._tokenize(texts_slice, max_tokens)):
+                for i in todo[key]:
                     ids[i], cropped[i] = tokens, was_cropped
-                self._remember((text, max_tokens), (tokens, was_cropped))
+                self._remember(key, (tokens, was_cropped))
         return ids, cropped
 
-    def _remember(self, key, value):
-        if self.cache_size <= 0:
+    def _remember(self, key: bytes, value: tuple[np.ndarray, bool]) -> None:
+        size = value[0].nbytes + _ENTRY_OVERHEAD
+        if size > self.cache_bytes:
             return
         self._cache[key] = value
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._cached_bytes += size
+        while self._cached_bytes > self.cache_bytes:
+            _, (old, _) = self._cache.popitem(last=False)
+            self._cached_bytes -= old.nbytes + _ENTRY_OVERHEAD
 
     def _tokenize(self, texts: list[str], max_tokens: int) -> list[tuple[np.ndarray, bool]]:
         # Only a prefix of each text is tokenized, so a 1,000,000-character document costs
@@ -181,10 +205,8 @@ class Tokenization:
         pending = list(range(len(texts)))
         while pending:
             prefixes = [_prefix(texts[i], budget) for i in pending]
-            encoded = self.tokenizer(prefixes, add_special_tokens=False, return_attention_mask=False,
-                                     return_token_type_ids=False, verbose=False)["input_ids"]
             retry = []
-            for i, prefix, tokens in zip(pending, prefixes, encoded):
+            for i, prefix, tokens in zip(pending, prefixes, self.encode(prefixes)):
                 text_was_cut = len(prefix) < len(texts[i])
                 if text_was_cut and len(tokens) <= max_tokens:
                     retry.append(i)  # the prefix was too short to fill max_tokens: take more text
@@ -193,6 +215,27 @@ class Tokenization:
                 result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int32), cropped)  # int32: half the cache
             pending, budget = retry, budget * 2
         return result  # type: ignore[return-value]
+
+
+def text_encoder(tokenizer) -> Callable[[list[str]], list[list[int]]]:
+    """``encode(texts)``: the token ids of each text, without special tokens, text kept as text.
+
+    A fast tokenizer is run through a private copy of its Rust backend (:func:`text_only_backend`);
+    a Python-only ("slow") tokenizer with ``split_special_tokens=True``.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend = text_only_backend(backend)
+        return lambda texts: [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+    return lambda texts: tokenizer(texts, add_special_tokens=False, split_special_tokens=True,
+                                   return_attention_mask=False, return_token_type_ids=False,
+                                   verbose=False)["input_ids"]
+
+
+def _cache_key(text: str, max_tokens: int) -> bytes:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(max_tokens.to_bytes(8, "little"))
+    return digest.digest()
 
 
 def _prefix(text: str, n_chars: int) -> str:

@@ -5,9 +5,7 @@ The one differentiable scoring path (``LongDocModel.score``) serves inference an
 from __future__ import annotations
 
 import copy
-import json
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -18,12 +16,8 @@ from torch import nn
 
 from ._batching import ChunkBatch, ChunkPlan, length_sorted_batches, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
+from ._config import WEIGHTS_NAME, ModelConfig
 from .aggregators.base import Aggregator
-
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
-CONFIG_KEY = "pyterrier_longdoc_version"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
 
 @dataclass
@@ -88,6 +82,9 @@ class LongDocModel(nn.Module):
         doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
         plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
         batches = length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        if progress is not None:  # the sequences of this group, now that they are known
+            progress.total = (progress.total or 0) + len(plan)
+            progress.refresh()
         workers = workers or [lambda batch: self.encode(batch.to(self.device))]
         workers = [_owning(worker) for worker in workers]
 
@@ -131,30 +128,47 @@ class LongDocModel(nn.Module):
         scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
         return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
 
-    def save_pretrained(self, path: str | os.PathLike, config: dict) -> None:
-        """Writes ``config.json`` (plain JSON), ``model.safetensors`` and the tokenizer files."""
+    def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
+        """Writes ``model.safetensors``, the tokenizer files and ``config.json`` (last, with the
+        weights' checksum)."""
         from safetensors.torch import save_model
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.tokenizer.save_pretrained(path)
         save_model(self, str(path / WEIGHTS_NAME), metadata={"format": "pt"})
-        (path / CONFIG_NAME).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
+        config.write(path)
 
-    def load_weights(self, path: Path) -> None:
+    def load_weights(self, path: Path, sha256: str | None = None) -> None:
+        """Loads ``model.safetensors`` of ``path``; with ``sha256``, only if its checksum matches."""
         from safetensors import SafetensorError
         from safetensors.torch import load_model
 
         weights = path / WEIGHTS_NAME
         if not weights.is_file():
             raise FileNotFoundError(f"{path} has no {WEIGHTS_NAME}: an incomplete pyterrier_longdoc checkpoint")
+        if sha256 is not None and file_sha256(weights) != sha256:
+            raise ValueError(f"{weights} is corrupt or truncated, or was changed: its checksum is not the one its "
+                             "config.json was saved with. Restore the file, or pass verify_weights=False to load "
+                             "weights you changed on purpose")
         try:
             missing, unexpected = load_model(self, str(weights), strict=False, device=str(self.device))
         except (SafetensorError, OSError, ValueError, RuntimeError) as error:
             raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
         if missing or unexpected:
-            raise ValueError(f"{weights} does not match the model of {path / CONFIG_NAME}: "
+            raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
+def file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:
@@ -179,81 +193,3 @@ def _concat_padded(parts: list[torch.Tensor]) -> torch.Tensor:
         out[(slice(start, start + len(p)), *(slice(0, size) for size in p.shape[1:]))] = p
         start += len(p)
     return out
-
-
-def encoder_max_length(encoder: nn.Module, tokenizer) -> int:
-    """The longest input the encoder takes: its position embeddings (less RoBERTa-style offsets,
-    whose positions start after the padding index), capped by the tokenizer's own limit."""
-    length = getattr(encoder.config, "max_position_embeddings", None) or 512
-    padding_idx = getattr(getattr(encoder, "embeddings", None), "padding_idx", None)
-    if isinstance(padding_idx, int):
-        length -= padding_idx + 1
-    limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(limit, int) and limit < 1_000_000:
-        length = min(length, limit)
-    return length
-
-
-def read_checkpoint_config(path: Path) -> dict | None:
-    """The pyterrier_longdoc config of a directory, or None when it holds something else."""
-    config_file = path / CONFIG_NAME
-    if not config_file.is_file():
-        return None
-    try:
-        config = json.loads(config_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{config_file} is not valid JSON (corrupt or truncated checkpoint?): {error}") from error
-    if not isinstance(config, dict) or CONFIG_KEY not in config:
-        return None
-    for key in ("model", "settings", "encoder"):
-        if key not in config:
-            raise ValueError(f"{config_file} is a pyterrier_longdoc config without {key!r}: corrupt checkpoint")
-    return config
-
-
-def refuse_pickle(path: Path) -> None:
-    """Only safetensors weights are loaded: pickle files can run code when loaded."""
-    if not path.is_dir() or any(path.glob("*.safetensors")):
-        return
-    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if pickles:
-        raise ValueError(f"{path} holds only pickle weights ({', '.join(pickles)}); pyterrier_longdoc loads "
-                         "safetensors only. Convert them, e.g. model.save_pretrained(dir, safe_serialization=True)")
-
-
-def load_backbone(name_or_path: str, *, trust_remote_code: bool = False, encoder_config: dict | None = None,
-                  **config_overrides):
-    """The encoder and tokenizer of a HuggingFace model (hub id or local directory).
-
-    With ``encoder_config`` the encoder is built from that config, for weights loaded after.
-    ``config_overrides`` (e.g. ``num_hidden_layers=2``) change the config of a pretrained encoder.
-    """
-    from transformers import AutoModel, AutoTokenizer
-
-    refuse_pickle(Path(name_or_path))
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
-    if not getattr(tokenizer, "is_fast", False):
-        warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
-    kwargs = {"trust_remote_code": trust_remote_code}
-    if encoder_config is not None:
-        return encoder_from_config(encoder_config, **kwargs), tokenizer
-    build = lambda **kw: AutoModel.from_pretrained(name_or_path, use_safetensors=True, **config_overrides, **kw)  # noqa: E731
-    return _with_sdpa(build, kwargs), tokenizer
-
-
-def encoder_from_config(encoder_config: dict, **kwargs) -> nn.Module:
-    """A randomly initialised encoder of a saved ``config.to_dict()``, for weights loaded after."""
-    from transformers import AutoConfig, AutoModel
-
-    def config():  # a fresh one per attempt: a failed SDPA attempt leaves its mark on the config
-        settings = dict(encoder_config)
-        return AutoConfig.for_model(settings.pop("model_type"), **settings)
-
-    return _with_sdpa(lambda **kw: AutoModel.from_config(config(), **kw), kwargs)
-
-
-def _with_sdpa(build, kwargs: dict):
-    try:
-        return build(attn_implementation="sdpa", **kwargs)
-    except (ValueError, ImportError):  # this architecture has no SDPA attention
-        return build(**kwargs)

@@ -1,4 +1,9 @@
-"""LongDocReranker: the pt.Transformer every model is; validate -> chunk -> batch -> score -> rank."""
+"""LongDocReranker: the pt.Transformer every model is; validate -> chunk -> batch -> score -> rank.
+
+A model is built from one of three starts: a saved pyterrier_longdoc folder (the whole model),
+a trained cross-encoder (a ``*ForSequenceClassification`` checkpoint: its encoder, and its head
+for the models that score chunks), or a plain encoder (a new head, with a warning).
+"""
 from __future__ import annotations
 
 import contextlib
@@ -13,15 +18,23 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
+from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
+                        resolve_checkpoint)
 from ._chunking import Chunking
-from ._model import CONFIG_KEY, LongDocModel, encoder_max_length, load_backbone, read_checkpoint_config
-from . import __version__
+from ._config import ModelConfig
+from ._model import LongDocModel
+from ._runtime import Runtime, column_texts, resolve_dtype, row_label
 from .aggregators.base import Aggregator
+from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
 CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
 _REGISTRY: dict[str, type["LongDocReranker"]] = {}
 # documents scored per call of the engine: bounds memory for frames of any size
 _GROUP_SIZE = 2048
+
+
+class UntrainedHeadWarning(UserWarning):
+    """A model was built with a new head: its scores are random until it is trained."""
 
 
 def model_class(name: str) -> type["LongDocReranker"]:
@@ -36,16 +49,20 @@ def registered_models() -> dict[str, type["LongDocReranker"]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-class LongDocReranker(pt.Transformer):
+class LongDocReranker(pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
     and ``rank`` replaced, every other column kept.
 
     Args:
-        model_name_or_path: a saved pyterrier_longdoc directory (or hub repository), which loads
-            the whole model, or a plain HuggingFace encoder, which starts a new model with a
-            fresh head.
+        model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
+            whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification``
+            checkpoint or a sentence-transformers ``CrossEncoder`` folder), whose encoder the model
+            starts from and whose own head scores the windows of FirstP, MaxP, SumP, KMaxAvgP and
+            LongP (and AvgP's and PARADE-Avg/Max/Sum/Attn's combined vector); or a plain
+            HuggingFace encoder, which gets a new head (a warning says its scores are random until
+            ``fit``).
         batch_size: (query, chunk) sequences per encoder call.
         text_field: the column with the document text.
         device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of
@@ -58,6 +75,10 @@ class LongDocReranker(pt.Transformer):
             stays fp32).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
+        fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
+            for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
+        verify_weights: check the saved weights against the checksum in ``config.json``; turn it
+            off only for weights you changed on purpose.
         **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
             ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
             encoder's own maximum) and the model's own settings; they override the class
@@ -79,52 +100,83 @@ class LongDocReranker(pt.Transformer):
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
-                 verbose: bool = False, trust_remote_code: bool = False, **settings):
+                 verbose: bool = False, trust_remote_code: bool = False, verify_weights: bool = True,
+                 fit_options: dict | None = None, **settings):
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self._call = (str(model_name_or_path), {k: v for k, v in dict(
-            batch_size=batch_size, text_field=text_field, device=device, dtype=dtype, verbose=verbose,
-            trust_remote_code=trust_remote_code, **settings).items() if v != _DEFAULT_RUNTIME.get(k, _MISSING)})
-        self.batch_size = batch_size
-        self.text_field = text_field
-        self.verbose = verbose
-        devices = device if isinstance(device, (list, tuple)) else [device if device is not None else default_device()]
-        if not devices:
-            raise ValueError("device is an empty list; give at least one device")
-        self.devices = [torch.device(d) for d in devices]
+        self.runtime = Runtime(batch_size, text_field, device, dtype, verbose)
+        self._source = (str(model_name_or_path), {**settings, **({"trust_remote_code": True} if trust_remote_code
+                                                                 else {})})
+        self.devices = self.runtime.devices()
         self.device = self.devices[0]
         self.int8 = dtype == "int8"
         if self.int8 and any(d.type != "cpu" for d in self.devices):
             raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the CPU only")
         self.autocast_dtype = None if self.int8 else resolve_dtype(dtype, self.device)
         self._replicas: tuple[tuple, list[LongDocModel]] | None = None
-
-        path = resolve_checkpoint(str(model_name_or_path))
-        config = read_checkpoint_config(path) if path is not None else None
-        if config is not None and config["model"] != self.name:
-            raise ValueError(f"{model_name_or_path} holds a {config['model']!r} model, not {self.name!r}: load it with "
-                             f"{model_class(config['model']).__name__}.from_pretrained or LongDocReranker.from_pretrained")
-        saved = config["settings"] if config is not None else {}
-        self.settings = self._settings({**self.defaults, **saved, **settings})
-        if config is not None:
-            _warn_if_newer(config, model_name_or_path)
-            encoder, tokenizer = load_backbone(str(path), trust_remote_code=trust_remote_code,
-                                               encoder_config=config["encoder"])
-        else:
-            encoder, tokenizer = load_backbone(str(model_name_or_path), trust_remote_code=trust_remote_code)
-        chunk_settings = {k: v for k, v in self.settings.items() if k in CHUNKING_SETTINGS}
-        if "max_length" in chunk_settings and chunk_settings["max_length"] is None:  # the encoder's own maximum
-            chunk_settings["max_length"] = encoder_max_length(encoder, tokenizer)
-        chunking = Chunking(**chunk_settings)
-        head_settings = {k: v for k, v in self.settings.items() if k not in CHUNKING_SETTINGS}
-        aggregator = self.aggregator(encoder.config.hidden_size, **self.aggregator_args, **head_settings)
-        self.model = LongDocModel(encoder, tokenizer, aggregator, chunking)
-        if config is not None:
-            self.model.load_weights(path)
+        self.fit_options = dict(fit_options or {})
+        self.history: pd.DataFrame | None = None  # of the last fit
+        self.training_data: dict | None = None
+        folder = _saved_folder(str(model_name_or_path))
+        self.config, self.model = self._build(folder, settings, trust_remote_code, verify_weights)
         self.model.to(self.device)
+        pt.Artifact.__init__(self, folder)
+
+    # the runtime options, also as attributes of the model
+    batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
+    text_field = property(lambda self: self.runtime.text_field, lambda self, v: setattr(self.runtime, "text_field", v))
+    verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Chunking and the model's own settings, as saved in ``config.json``."""
+        return self.config.settings
+
+    @classmethod
+    def _build(cls, source: str, settings: dict, trust_remote_code: bool,
+               verify_weights: bool) -> tuple[ModelConfig, LongDocModel]:
+        path = resolve_checkpoint(source)
+        saved = ModelConfig.read(path) if path is not None else None
+        if saved is not None and saved.model != cls.name:
+            raise ValueError(f"{source} holds a {saved.model!r} model, not {cls.name!r}: load it with "
+                             f"{model_class(saved.model).__name__}.from_pretrained or LongDocReranker.from_pretrained")
+        merged = cls._settings({**cls.defaults, **(saved.settings if saved else {}), **settings})
+        chunk_head = cls.aggregator.chunk_head
+        if saved is not None:
+            refuse_pickle(path)
+            tokenizer = load_tokenizer(str(path), trust_remote_code)
+            backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code,
+                                         sequence_classifier=saved.head_type == "sequence_classification")
+            trained_head, base_model = True, saved.base_model
+        else:
+            loaded = load_pretrained(source, trust_remote_code=trust_remote_code, sequence_classifier=chunk_head)
+            backbone, tokenizer, trained_head, base_model = loaded.model, loaded.tokenizer, loaded.trained_head, source
+        encoder, head = split_sequence_classifier(backbone) if is_sequence_classifier(backbone) else (backbone, None)
+        if head is not None and not trained_head:
+            head.reset_output_layer()
+
+        chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
+        if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
+            chunk_settings["max_length"] = encoder_max_length(encoder, tokenizer)
+        head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS}
+        aggregator = cls.aggregator(encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
+                                    **({"head": head} if chunk_head else {}))
+        model = LongDocModel(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        merged.update(aggregator.saved_settings())
+        head_type = None if not chunk_head else (
+            "sequence_classification" if isinstance(aggregator.head, ClassifierHead) else "linear")
+        config = ModelConfig(model=cls.name, settings=merged, encoder=encoder.config.to_dict(), head_type=head_type,
+                             base_model=base_model)
+        if saved is not None:
+            model.load_weights(path, saved.weights_sha256 if verify_weights else None)
+        elif not (chunk_head and trained_head):
+            what = "its head" if chunk_head else f"its {cls.__name__} head"
+            warnings.warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
+                          "To rank without training, start from a trained cross-encoder (a sequence-classification "
+                          "checkpoint, e.g. a folder saved by sentence_transformers.CrossEncoder) instead.",
+                          UntrainedHeadWarning, stacklevel=3)
+        return config, model
 
     @classmethod
     def _settings(cls, settings: dict) -> dict:
@@ -136,30 +188,76 @@ class LongDocReranker(pt.Transformer):
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> "LongDocReranker":
-        """Load a saved model, or start a new one over a HuggingFace encoder (see the class doc).
+        """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc).
 
-        On the base class, the saved model's own class is used.
+        On the base class, the saved model's own class is used; a ``fit`` checkpoint folder loads
+        its latest checkpoint.
         """
         if cls.name is None:
-            path = resolve_checkpoint(str(model_name_or_path))
-            config = read_checkpoint_config(path) if path is not None else None
+            path = resolve_checkpoint(_saved_folder(str(model_name_or_path)))
+            config = ModelConfig.read(path) if path is not None else None
             if config is None:
                 raise ValueError(f"{model_name_or_path} is not a saved pyterrier_longdoc model; start a new model "
                                  f"with a model class instead ({', '.join(sorted(_REGISTRY))})")
-            cls = model_class(config["model"])
+            cls = model_class(config.model)
         return cls(model_name_or_path, **overrides)
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
-        """``config.json`` (plain JSON), ``model.safetensors`` and the tokenizer, in ``path``."""
-        self.model.save_pretrained(path, {
-            CONFIG_KEY: __version__,
-            "model": self.name,
-            "settings": self.settings,
-            "encoder": self.model.encoder.config.to_dict(),
-        })
+        """``config.json`` (the encoder's transformers config, this library's fields under
+        ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card
+        (``README.md``) and ``pt_meta.json``, which makes the folder a PyTerrier artifact:
+        ``pt.Artifact.load(path)`` loads it."""
+        from ._card import artifact_metadata, model_card
+
+        path = Path(path)
+        self.model.save_pretrained(path, self.config)
+        (path / "README.md").write_text(model_card(self))
+        (path / "pt_meta.json").write_text(artifact_metadata(self))
+
+    def to_hf(self, repo: str, *, branch: str | None = None, pretty_name: str | None = None,
+              private: bool | None = None) -> None:
+        """Uploads the model to a HuggingFace hub model repository (``owner/name``, or
+        ``owner/name@branch``), as ``save_pretrained`` writes it; ``from_hf`` loads it back.
+        ``pretty_name`` is unused: the model card names the model."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        self.push_to_hub(repo, private=bool(private), revision=branch)
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: str | None = None, **overrides) -> "LongDocReranker":
+        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``)."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        if branch not in (None, "main"):
+            raise ValueError(f"only the main branch of {repo} can be loaded by name; download {branch} and load "
+                             "its folder with from_pretrained")
+        return cls.from_pretrained(repo, **overrides)
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        """Writes the window scorer as a standard sequence-classification folder, which
+        ``sentence_transformers.CrossEncoder(path)`` and ``AutoModelForSequenceClassification``
+        load, scoring a (query, window) pair as this model scores that window.
+
+        For the models that score windows with the architecture's sequence-classification head
+        (FirstP, MaxP, SumP, KMaxAvgP, LongP).
+        """
+        from transformers import AutoModelForSequenceClassification
+
+        from .aggregators.score import ScoreAggregator
+
+        head = getattr(self.model.aggregator, "head", None)
+        if not isinstance(self.model.aggregator, ScoreAggregator) or not isinstance(head, ClassifierHead):
+            raise ValueError(f"{type(self).__name__} does not score windows with a sequence-classification head, "
+                             "so it has no cross-encoder to export (FirstP, MaxP, SumP, KMaxAvgP and LongP built "
+                             "from an encoder with a sequence-classification architecture have)")
+        model = join_sequence_classifier(self.model.encoder, head, AutoModelForSequenceClassification.from_config)
+        model.config.architectures = [type(model).__name__]
+        path = Path(path)
+        model.save_pretrained(path)
+        self.model.tokenizer.save_pretrained(path)
 
     def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
-                    token: str | None = None) -> str:
+                    token: str | None = None, revision: str | None = None) -> str:
         """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
         needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
         import tempfile
@@ -170,12 +268,13 @@ class LongDocReranker(pt.Transformer):
         api.create_repo(repo_id, private=private, exist_ok=True)
         with tempfile.TemporaryDirectory() as folder:
             self.save_pretrained(folder)
-            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message))
+            upload = {"revision": revision} if revision else {}
+            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message, **upload))
 
     def __repr__(self) -> str:
-        path, kwargs = self._call
-        args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
-        return f"{type(self).__name__}({path!r}{args})"
+        source, settings = self._source
+        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **settings}.items())
+        return f"{type(self).__name__}({source!r}{args})"
 
     # --- scoring ---
 
@@ -197,12 +296,19 @@ class LongDocReranker(pt.Transformer):
             return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
 
     def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
-        """Scores for inference: eval mode, no gradients, in groups of documents."""
+        """The scores of the pairs ``(queries[i], texts[i])`` for inference (eval mode, no
+        gradients, in groups of documents), as a float64 array; an error names the first pairs
+        whose score is not finite."""
+        scores = self._score_texts(queries, texts)
+        self._check_finite(scores, lambda i: f"pair {i} (query {queries[i][:50]!r})")
+        return scores
+
+    def _score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
         self.model.eval()
         workers = self._inference_workers()
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
-        progress = pt.tqdm(total=None, desc=repr(self), unit="seq", disable=not self.verbose or not texts)
+        progress = pt.tqdm(total=None, desc=type(self).__name__, unit="seq", disable=not self.verbose or not texts)
         with torch.inference_mode(), progress:
             for start in range(0, len(texts), _GROUP_SIZE):
                 end = start + _GROUP_SIZE
@@ -212,6 +318,14 @@ class LongDocReranker(pt.Transformer):
                 cropped_docs += scored.cropped_docs
         self._report_cropping(cropped_queries, cropped_docs, len(texts))
         return scores
+
+    def _check_finite(self, scores: np.ndarray, label) -> None:
+        """A diverged model gives NaN or infinite scores: say so, rather than rank them."""
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if len(bad):
+            examples = ", ".join(label(int(i)) for i in bad[:3])
+            raise ValueError(f"{self!r} gave {len(bad)} non-finite scores (NaN or inf) of {len(scores)}, e.g. "
+                             f"{examples}: the model's weights have diverged or are corrupt")
 
     def _inference_workers(self):
         """Encoders for inference: the model itself, or copies of it on each device (quantized to
@@ -256,104 +370,94 @@ class LongDocReranker(pt.Transformer):
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
-        out = inp.assign(score=self.score_texts(queries, texts) if len(inp) else pd.Series(dtype="float64"))
-        return pt.model.add_ranks(out)
+        scores = self._score_texts(queries, texts) if len(inp) else np.empty(0)
+        self._check_finite(scores, lambda i: row_label(inp, i, scores[i]))
+        ranked = pt.model.add_ranks(inp.assign(score=scores))
+        return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
-    def fit(self, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, **options):
-        """Train end to end; see :func:`pyterrier_longdoc.training.fit` for the options."""
+    def predict(self, pairs) -> np.ndarray:
+        """Scores of ``(query, document)`` pairs given as a list of tuples (as
+        ``CrossEncoder.predict`` takes them), or of one pair."""
+        if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(p, str) for p in pairs):
+            return self.predict([pairs])
+        pairs = list(pairs)
+        bad = [i for i, p in enumerate(pairs) if not (isinstance(p, (tuple, list)) and len(p) == 2
+                                                      and all(isinstance(x, str) for x in p))]
+        if bad:
+            raise TypeError(f"predict takes (query, document) pairs of strings; pair {bad[0]} is {pairs[bad[0]]!r}")
+        frame = pd.DataFrame(pairs, columns=["query", "text"])
+        texts = column_texts(frame, "text", self)
+        return self.score_texts(column_texts(frame, "query", self), texts) if pairs else np.empty(0)
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None,
+             return_documents: bool = False) -> list[dict]:
+        """The documents ordered by score, as ``CrossEncoder.rank`` gives them: dicts with
+        ``corpus_id`` (the position in ``documents``), ``score`` and, with
+        ``return_documents``, ``text``; the ``top_k`` best only, when given."""
+        scores = self.predict([(query, d) for d in documents])
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [{"corpus_id": int(i), "score": float(scores[i]), **({"text": documents[i]} if return_documents else {})}
+                for i in order]
+
+    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
+            candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+        """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
+        ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+
+        Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
+        valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
+        result frame (qid, query, docno and the text column) is the candidates themselves. Called
+        directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
+        pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
+        that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
+        """
         from .training import fit
 
-        return fit(self, topics, qrels, candidates, **options)
+        if candidates is None and not _is_result_frame(topics_or_res_tr) and topics_or_res_va is not None \
+                and qrels_va is None:  # fit(topics, qrels, candidates): validation would come with its qrels
+            candidates, topics_or_res_va = topics_or_res_va, None
+        topics, candidates = _topics_and_candidates(topics_or_res_tr, candidates, "training")
+        options = {**self.fit_options, **options}
+        if topics_or_res_va is not None:
+            if "valid_topics" in options:
+                raise TypeError("validation topics given twice: as the third argument and as valid_topics")
+            if valid_candidates is None and not _is_result_frame(topics_or_res_va) \
+                    and isinstance(candidates, pt.Transformer):
+                valid_candidates = candidates
+            valid_topics, valid_candidates = _topics_and_candidates(topics_or_res_va, valid_candidates, "validation")
+            options.update(valid_topics=valid_topics, valid_qrels=qrels_va, valid_candidates=valid_candidates)
+        elif valid_candidates is not None:
+            options["valid_candidates"] = valid_candidates
+        self.history = fit(self, topics, qrels_tr, candidates, **options)
+        self.training_data = {"topics": len(topics), "qrels": len(qrels_tr)}
+        return self.history
 
 
-_MISSING = object()
-_DEFAULT_RUNTIME = {"batch_size": 16, "text_field": "text", "device": None, "dtype": None, "verbose": False,
-                    "trust_remote_code": False}
+def _is_result_frame(value) -> bool:
+    return isinstance(value, pd.DataFrame) and "docno" in value.columns
 
 
-def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
-    """The column as a list of str; a clear error naming the rows for missing or non-text values."""
-    values = frame[column].tolist()
-    missing = [i for i, v in enumerate(values) if not isinstance(v, str) and pd.api.types.is_scalar(v) and pd.isna(v)]
-    wrong = [i for i, v in enumerate(values) if not isinstance(v, str) and i not in set(missing)]
-    for rows, problem, error in ((missing, "missing values (None/NaN)", ValueError),
-                                 (wrong, "non-string values", TypeError)):
-        if rows:
-            examples = ", ".join(_row_label(frame, i, values[i]) for i in rows[:3])
-            raise error(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
-                        f"(e.g. {examples}); fill or drop them before re-ranking")
-    return values
+def _topics_and_candidates(topics_or_res, candidates, what: str):
+    """(topics, candidates) of a fit argument: a result frame is both; topics need candidates."""
+    if _is_result_frame(topics_or_res):
+        if candidates is not None:
+            raise TypeError(f"the {what} argument is already a result frame (it has docno): candidates are not "
+                            "given twice")
+        pt.validate.result_frame(topics_or_res, extra_columns=["query"])
+        return topics_or_res[["qid", "query"]].drop_duplicates("qid").reset_index(drop=True), topics_or_res
+    if candidates is None:
+        raise TypeError(f"the {what} topics need candidates: pass candidates= (a result frame or a retrieval "
+                        "pipeline), or fit the model inside a pipeline (first_stage >> model).fit(...)")
+    return topics_or_res, candidates
 
 
-def _row_label(frame: pd.DataFrame, i: int, value) -> str:
-    row = frame.iloc[i]
-    keys = " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
-    return f"[{keys} value={value!r} ({type(value).__name__})]"
+def _saved_folder(source: str) -> str:
+    """A training checkpoint folder (``fit(checkpoint_dir=...)``) stands for its latest checkpoint."""
+    path = Path(source)
+    if path.is_dir() and not (path / "config.json").exists():
+        from .training.checkpoints import latest_checkpoint
 
-
-def default_device() -> torch.device:
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
-           "fp16": torch.float16, "float16": torch.float16}
-
-
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype, or None for plain fp32."""
-    if dtype is None:
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return None
-    if isinstance(dtype, torch.dtype):
-        dtype = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype)
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}, 'int8' or a torch.dtype")
-    resolved = _DTYPES[dtype]
-    if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
-        warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
-                      "times slower than fp32 here; use dtype=None")
-    return resolved
-
-
-def native_bf16_cpu() -> bool:
-    """Whether this CPU computes bf16 natively (Linux: its /proc/cpuinfo flags)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def resolve_checkpoint(name_or_path: str) -> Path | None:
-    """A local directory for ``name_or_path``: itself, or a download of a hub repository that is a
-    pyterrier_longdoc checkpoint; None for anything else (e.g. a plain encoder on the hub)."""
-    path = Path(name_or_path)
-    if path.is_dir():
-        return path
-    if path.exists() or name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
-        raise FileNotFoundError(f"{name_or_path} is not a directory with a model")
-    try:
-        from huggingface_hub import hf_hub_download, snapshot_download
-
-        config = read_checkpoint_config(Path(hf_hub_download(name_or_path, "config.json")).parent)
-        if config is None:
-            return None
-        return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"]))
-    except Exception as error:  # noqa: BLE001 - the plain-encoder path below gives its own error
-        warnings.warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
-                      "treating it as a plain encoder")
-        return None
-
-
-def _warn_if_newer(config: dict, where) -> None:
-    def version(text: str) -> tuple:
-        return tuple(int(p) if p.isdigit() else 0 for p in str(text).split(".")[:3])
-
-    if version(config[CONFIG_KEY]) > version(__version__):
-        warnings.warn(f"{where} was saved by pyterrier_longdoc {config[CONFIG_KEY]}, newer than this "
-                      f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.")
+        latest = latest_checkpoint(path)
+        if latest is not None:
+            return str(latest)
+    return source

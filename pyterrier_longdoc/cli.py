@@ -1,44 +1,121 @@
-"""``pyterrier-longdoc demo | train | rerank``: the library from the shell, on TREC-format files."""
+"""``pyterrier-longdoc demo | models | train | rerank``: the library from the shell.
+
+Inputs: TREC topics (or ``qid<TAB>query`` lines), TREC qrels, and candidates from a TREC run file
+(``--run``), a Pyserini Lucene index (``--lucene-index``, BM25) or a PISA index (``--pisa-index``,
+BM25); document text from ``--docs`` (``docno<TAB>text`` lines, JSON lines with ``docno``/``text``
+or Pyserini's ``id``/``contents``, or a folder of JSON-lines files) or from the Lucene index's
+stored documents. Written runs have 1-based ranks.
+
+A malformed input stops the command with one line ``error: FILE:LINE: what is wrong`` and exit
+status 2; lines left out (run lines whose qid has no topic) are counted in a warning.
+"""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
+
+from .text import MalformedInputError, TextLoader
+
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """A one-line error for the user (no traceback)."""
+
+
+def _lines(path: str):
+    """``(line number, stripped line)`` of the non-empty lines of ``path``."""
+    if not Path(path).is_file():
+        raise MalformedInputError(path, None, "no such file" if not Path(path).exists() else "not a file")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                yield number, line.strip("\r\n")
 
 
 def read_topics(path: str) -> pd.DataFrame:
     """TREC topic files (``<top>``) or one ``qid<TAB>query`` (or ``qid query``) per line."""
     import pyterrier as pt
 
-    head = Path(path).read_text(errors="replace")[:4096]
-    return pt.io.read_topics(path, format="trec" if "<top>" in head.lower() else "singleline")
-
-
-def read_documents(path: str) -> pd.DataFrame:
-    """``docno<TAB>text`` lines (.tsv) or JSON lines with ``docno`` and ``text`` (.jsonl)."""
-    if path.endswith((".jsonl", ".json")):
-        docs = pd.read_json(path, lines=True, dtype={"docno": str})
+    lines = list(_lines(path))
+    if any("<top>" in line.lower() for _, line in lines[:50]):
+        try:
+            topics = pt.io.read_topics(path, format="trec")[["qid", "query"]]
+        except Exception as e:  # the SGML reader's errors carry no line
+            raise MalformedInputError(path, None, f"not a TREC topics file ({type(e).__name__}: {e})") from None
+        lines = [(None, qid) for qid in topics["qid"]]
     else:
-        docs = pd.read_csv(path, sep="\t", names=["docno", "text"], dtype=str, keep_default_na=False,
-                           quoting=3, on_bad_lines="error")
-    missing = {"docno", "text"} - set(docs.columns)
-    if missing:
-        raise SystemExit(f"{path}: documents need docno and text, missing {sorted(missing)}")
-    return docs[["docno", "text"]]
+        rows = []
+        for number, line in lines:
+            qid, _, query = line.partition("\t") if "\t" in line else line.strip().partition(" ")
+            if not qid.strip() or not query.strip():
+                raise MalformedInputError(path, number, "expected qid<TAB>query")
+            rows.append((qid.strip(), query.strip()))
+        topics = pd.DataFrame(rows, columns=["qid", "query"])
+    if not len(topics):
+        raise MalformedInputError(path, None, "no topics")
+    repeated = topics["qid"][topics["qid"].duplicated()]
+    if len(repeated):
+        number = lines[repeated.index[0]][0]
+        raise MalformedInputError(path, number, f"qid {repeated.iloc[0]!r} is given twice")
+    return topics
 
 
-def candidates_with_text(run: str, topics: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
-    import pyterrier as pt
+def _columns(path: str, expected: int, layout: str):
+    for number, line in _lines(path):
+        fields = line.split()
+        if len(fields) != expected:
+            raise MalformedInputError(path, number, f"{len(fields)} columns, expected {expected} ({layout})")
+        yield number, fields
 
-    results = pt.io.read_results(run).astype({"qid": str, "docno": str})
-    frame = results.merge(topics.astype({"qid": str}), on="qid").merge(docs, on="docno", how="left")
-    absent = frame.loc[frame["text"].isna(), "docno"].unique()
-    if len(absent):
-        raise SystemExit(f"{len(absent)} documents of {run} are not in the documents file, e.g. {list(absent[:5])}")
-    return frame
+
+def read_run(path: str) -> pd.DataFrame:
+    """A TREC run, ``qid Q0 docno rank score tag``: ``qid, docno, score, rank`` (the file's ranks)."""
+    rows, seen = [], {}
+    for number, (qid, _, docno, rank, score, _) in _columns(path, 6, "qid Q0 docno rank score tag"):
+        try:
+            rank, score = int(rank), float(score)
+        except ValueError:
+            raise MalformedInputError(path, number, f"rank {rank!r} must be an integer and score {score!r} a number") from None
+        if not math.isfinite(score):
+            raise MalformedInputError(path, number, f"score {score} is not finite")
+        first = seen.setdefault((qid, docno), number)
+        if first != number:
+            raise MalformedInputError(path, number, f"docno {docno!r} is listed for qid {qid!r} again (first on line {first})")
+        rows.append((qid, docno, score, rank))
+    if not rows:
+        raise MalformedInputError(path, None, "no run lines")
+    return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+
+
+def read_qrels(path: str) -> pd.DataFrame:
+    """TREC qrels, ``qid iteration docno label``: ``qid, docno, label``."""
+    rows = []
+    for number, (qid, _, docno, label) in _columns(path, 4, "qid iteration docno label"):
+        try:
+            rows.append((qid, docno, int(label)))
+        except ValueError:
+            raise MalformedInputError(path, number, f"label {label!r} is not an integer") from None
+    if not rows:
+        raise MalformedInputError(path, None, "no judgements")
+    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+
+
+@functools.lru_cache(maxsize=None)  # read once when training and validation share the file
+def read_documents(path: str, text_field: str = "text") -> TextLoader:
+    """A text loader over the documents file (see :class:`~pyterrier_longdoc.text.TextLoader`),
+    adding ``text`` from the documents' ``text_field``."""
+    loader = TextLoader(path)
+    if text_field not in loader.fields:
+        raise MalformedInputError(path, None, f"the documents have no field {text_field!r}; fields: {loader.fields}")
+    return loader.text_loader(text_field)
 
 
 def parse_settings(pairs: list[str]) -> dict:
@@ -47,7 +124,7 @@ def parse_settings(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise SystemExit(f"--set takes key=value, got {pair!r}")
+            raise CliError(f"--set and --fit take key=value, got {pair!r}")
         try:
             settings[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -55,8 +132,122 @@ def parse_settings(pairs: list[str]) -> dict:
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__)
+def check_model_source(name: str, option: str) -> None:
+    """A local directory, or a hub id that is cached or found on the hub: fails fast instead of
+    letting transformers retry an unreachable hub for half a minute."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise CliError(f"{option} {name}: not a directory")
+        return
+    if name.startswith((".", "/", "~")) or name.endswith("/") or name.count("/") > 1 or "\\" in name:
+        raise CliError(f"{option} {name}: no such directory")
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    if isinstance(huggingface_hub.try_to_load_from_cache(name, "config.json"), str):
+        return
+    if constants.HF_HUB_OFFLINE:
+        raise CliError(f"{option} {name}: no such directory, and not in the HuggingFace cache (HF_HUB_OFFLINE is set)")
+    try:
+        huggingface_hub.model_info(name, timeout=10)
+    except huggingface_hub.errors.RepositoryNotFoundError:
+        raise CliError(f"{option} {name}: no such directory, and no such model on the HuggingFace hub") from None
+    except Exception as e:  # network errors come from httpx, requests or huggingface_hub
+        raise CliError(f"{option} {name}: no such directory, and the HuggingFace hub is unreachable ({e})") from None
+
+
+def first_stage(args, topics: pd.DataFrame, run_path: str | None, topics_path: str) -> pd.DataFrame:
+    """``qid, query, docno, score, rank`` (0-based): the run file's lines for the topics, or BM25."""
+    if run_path:
+        run = read_run(run_path)
+        known = run["qid"].isin(set(topics["qid"]))
+        if not known.any():
+            raise CliError(f"{run_path}: no qid of the run is a topic of {topics_path} "
+                           f"(run qids e.g. {sorted(run['qid'].unique())[:3]})")
+        if not known.all():
+            dropped = run.loc[~known, "qid"].unique()
+            print(f"warning: {run_path}: {int((~known).sum())} of {len(run)} lines left out: their {len(dropped)} "
+                  f"qids are not topics of {topics_path} (e.g. {sorted(dropped)[:3]})", file=sys.stderr)
+        run = run[known].sort_values(["qid", "rank", "score"], ascending=[True, True, False], kind="stable")
+        if args.top_k:
+            run = run.groupby("qid", sort=False).head(args.top_k)
+        # the file's order, as 0-based ranks (scores need not agree with it)
+        return topics.merge(run.assign(rank=run.groupby("qid").cumcount()), on="qid")
+    k = args.top_k or 100
+    if args.lucene_index:
+        return _lucene(args.lucene_index).bm25(k=k)(topics)
+    try:
+        from pyterrier_pisa import PisaIndex
+    except ImportError as e:
+        raise CliError(f"--pisa-index needs PyTerrier-PISA: pip install pyterrier-pisa ({e})") from None
+    index = PisaIndex(args.pisa_index)
+    if not index.built():
+        raise CliError(f"--pisa-index {args.pisa_index}: no PISA index there")
+    return index.bm25(num_results=k)(topics)
+
+
+@functools.lru_cache(maxsize=None)
+def _lucene(path: str):
+    if not Path(path).is_dir():
+        raise CliError(f"--lucene-index {path}: no such directory")
+    try:
+        from .pyserini import LuceneIndex
+    except ImportError as e:
+        raise CliError(f"--lucene-index needs Pyserini: pip install 'pyterrier-longdoc[pyserini]' ({e})") from None
+    return LuceneIndex(path)
+
+
+def with_text(args, candidates: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The candidates with ``text``, from ``--docs`` or the Lucene index; every docno must have one."""
+    if args.docs:
+        loader, where = read_documents(args.docs, args.text_field), args.docs
+    else:
+        loader, where = _lucene(args.lucene_index).text_loader(), f"the Lucene index {args.lucene_index}"
+    try:
+        frame = loader(candidates)
+    except KeyError as e:
+        raise CliError(f"{source}: documents not in {where}: {e.args[0].split(': ', 1)[-1]}") from None
+    return frame.rename(columns={args.text_field: "text"}) if args.text_field != "text" else frame
+
+
+def candidates_for(args, topics_path: str, run_path: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(topics, candidates with text)``."""
+    topics = read_topics(topics_path)
+    source = run_path or args.lucene_index or args.pisa_index
+    candidates = first_stage(args, topics, run_path, topics_path)
+    without = sorted(set(topics["qid"]) - set(candidates["qid"]))
+    if without:
+        print(f"warning: {topics_path}: {len(without)} of {len(topics)} topics have no candidates in {source}, "
+              f"so no results (e.g. {without[:3]})", file=sys.stderr)
+    return topics, with_text(args, candidates, source)
+
+
+def write_run(results: pd.DataFrame, path: str, name: str) -> None:
+    """TREC run lines, ranks from 1 (as trec_eval and TREC submissions expect)."""
+    import pyterrier as pt
+
+    if not Path(path).parent.is_dir():
+        raise CliError(f"--output {path}: the folder {Path(path).parent} does not exist")
+    results = results.sort_values(["qid", "rank"], kind="stable")
+    pt.io.write_results(results.assign(rank=results["rank"] + 1), path, run_name=name)
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        print(f"pyterrier-longdoc {__version__}")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="train and compare FirstP, MaxP and PARADE-Attn on generated data, offline")
@@ -67,30 +258,60 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
                       help="precision (default auto: bf16 on CPUs with native bf16, else fp32)")
 
+    commands.add_parser("models", help="list the model names that train --model accepts")
+
     runtime = argparse.ArgumentParser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
-    runtime.add_argument("--run", required=True, help="first-stage results in TREC run format")
-    runtime.add_argument("--docs", required=True, help="documents: docno<TAB>text lines or JSON lines")
+    runtime.add_argument("--run", help="candidates: a first-stage run in TREC format")
+    runtime.add_argument("--lucene-index", help="candidates: BM25 over a Pyserini Lucene index (needs the [pyserini] "
+                                                "extra); with --run: the source of the document text")
+    runtime.add_argument("--pisa-index", help="candidates: BM25 over a PyTerrier-PISA index (needs --docs)")
+    runtime.add_argument("--docs", help="documents: docno<TAB>text lines, JSON lines (docno/text or Pyserini's "
+                                        "id/contents) or a folder of them; default with --lucene-index: its stored text")
+    runtime.add_argument("--text-field", default="text", help="the documents' field to use as text (default text)")
+    runtime.add_argument("--top-k", type=int, help="candidates per query (default: all of a run, 100 from an index)")
     runtime.add_argument("--batch-size", type=int, default=16)
     runtime.add_argument("--device")
     runtime.add_argument("--dtype", help="bf16, fp16 or fp32")
 
     train = commands.add_parser("train", parents=[runtime], help="fine-tune a model end to end and save it")
-    train.add_argument("--model", required=True, help="a model name (maxp, parade_attn, ...)")
+    train.add_argument("--model", required=True, help="a model name (see the models command)")
     train.add_argument("--backbone", required=True, help="a HuggingFace encoder (hub id or directory)")
     train.add_argument("--qrels", required=True, help="TREC qrels")
     train.add_argument("--output", required=True, help="directory to save the trained model to")
     train.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="model settings, e.g. window=150")
     train.add_argument("--epochs", type=int, default=1)
     train.add_argument("--checkpoint-dir", help="resumable training checkpoints")
+    train.add_argument("--valid-topics", help="validation topics: the metric is computed after every epoch")
+    train.add_argument("--valid-qrels", help="validation qrels (with --valid-topics)")
+    train.add_argument("--valid-run", help="validation candidates (default: the same index as training)")
+    train.add_argument("--valid-metric", default="nDCG@10", help="an ir_measures name (default nDCG@10)")
     train.add_argument("--fit", nargs="*", default=[], metavar="KEY=VALUE", help="fit options, e.g. lr=2e-5")
 
-    rerank = commands.add_parser("rerank", parents=[runtime], help="re-rank a run with a saved model")
-    rerank.add_argument("--model", required=True, help="a saved pyterrier_longdoc model directory")
-    rerank.add_argument("--output", required=True, help="the re-ranked run, TREC format")
+    rerank = commands.add_parser("rerank", parents=[runtime], help="re-rank candidates with a saved model")
+    rerank.add_argument("--model", required=True, help="a saved pyterrier_longdoc model (directory or hub id)")
+    rerank.add_argument("--output", required=True, help="the re-ranked run, TREC format, ranks from 1")
     rerank.add_argument("--name", default="pyterrier_longdoc", help="the run tag")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    read_documents.cache_clear()
+    _lucene.cache_clear()
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *_, **__: print(f"warning: {message}", file=sys.stderr)
+        try:
+            return _run(args)
+        except (CliError, MalformedInputError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except (ValueError, KeyError, OSError) as e:  # the library's input checks
+            print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+
+def _run(args) -> int:
     if args.command == "demo":
         from .demo import run, run_seeds
 
@@ -99,24 +320,82 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         return 0
+    if args.command == "models":
+        from . import registered_models
 
-    import pyterrier as pt
+        models = registered_models()
+        width = max(map(len, models)) + 2
+        for name, cls in models.items():
+            summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
+            print(f"{name:<{width}}{summary}".rstrip())
+        return 0
+    if args.top_k is not None and args.top_k < 1:
+        raise CliError(f"--top-k must be at least 1, got {args.top_k}")
+    if not (args.run or args.lucene_index or args.pisa_index):
+        raise CliError("candidates come from --run, --lucene-index or --pisa-index; give one")
+    if args.pisa_index and (args.run or args.lucene_index):
+        raise CliError("--pisa-index retrieves the candidates itself; leave out --run and --lucene-index")
+    if not (args.docs or args.lucene_index):
+        raise CliError("the document text comes from --docs (or a --lucene-index's stored documents); give it")
+    if args.lucene_index and not args.docs and args.text_field != "text":
+        raise CliError("--text-field picks a field of --docs; a Lucene index gives its stored text only")
 
-    from ._reranker import LongDocReranker, model_class
-
-    topics = read_topics(args.topics)
-    candidates = candidates_with_text(args.run, topics, read_documents(args.docs))
-    runtime_options = dict(batch_size=args.batch_size, device=args.device, dtype=args.dtype, verbose=True)
     if args.command == "train":
-        model = model_class(args.model)(args.backbone, **runtime_options, **parse_settings(args.set))
-        model.fit(topics, pt.io.read_qrels(args.qrels), candidates, epochs=args.epochs,
-                  checkpoint_dir=args.checkpoint_dir, **parse_settings(args.fit))
-        model.save_pretrained(args.output)
-        print(f"saved {model!r} to {args.output}")
-    else:
-        model = LongDocReranker.from_pretrained(args.model, **runtime_options)
-        pt.io.write_results(model(candidates), args.output, run_name=args.name)
-        print(f"wrote {args.output}")
+        return _train(args)
+    return _rerank(args)
+
+
+def _train(args) -> int:
+    from ._reranker import model_class
+
+    if bool(args.valid_topics) != bool(args.valid_qrels):
+        raise CliError("--valid-topics and --valid-qrels go together")
+    if args.valid_run and not args.valid_topics:
+        raise CliError("--valid-run needs --valid-topics and --valid-qrels")
+    if args.valid_topics and args.run and not args.valid_run:
+        raise CliError("--valid-topics with --run needs --valid-run (the validation candidates)")
+    cls = model_class(args.model)
+    check_model_source(args.backbone, "--backbone")
+    topics, candidates = candidates_for(args, args.topics, args.run)
+    qrels = read_qrels(args.qrels)
+    fit_options = dict(epochs=args.epochs, checkpoint_dir=args.checkpoint_dir, **parse_settings(args.fit))
+    if args.top_k:
+        fit_options["top_k"] = args.top_k
+    _check_qrels(qrels, topics, args.qrels, args.topics)
+    if args.valid_topics:
+        valid_topics, valid_candidates = candidates_for(args, args.valid_topics, args.valid_run)
+        valid_qrels = read_qrels(args.valid_qrels)
+        _check_qrels(valid_qrels, valid_topics, args.valid_qrels, args.valid_topics)
+        fit_options.update(valid_topics=valid_topics, valid_qrels=valid_qrels, valid_candidates=valid_candidates,
+                           valid_metric=args.valid_metric)
+    model = cls(args.backbone, batch_size=args.batch_size, device=args.device, dtype=args.dtype, verbose=True,
+                **parse_settings(args.set))
+    history = model.fit(topics, qrels, candidates, **fit_options)
+    if args.valid_topics and isinstance(history, pd.DataFrame) and args.valid_metric in history.columns:
+        for _, row in history.dropna(subset=[args.valid_metric]).iterrows():
+            print(f"epoch {int(row['epoch']) + 1}: validation {args.valid_metric} {row[args.valid_metric]:.4f}")
+    model.save_pretrained(args.output)
+    print(f"saved {model!r} to {args.output}")
+    return 0
+
+
+def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, topics_path: str) -> None:
+    if not (qrels["label"] > 0).any():
+        raise CliError(f"{qrels_path}: no judgement has a label above 0, so nothing is relevant")
+    if not qrels["qid"].isin(set(topics["qid"])).any():
+        raise CliError(f"{qrels_path}: no qid is a topic of {topics_path} (qrels qids e.g. "
+                       f"{sorted(qrels['qid'].unique())[:3]})")
+
+
+def _rerank(args) -> int:
+    from ._reranker import LongDocReranker
+
+    check_model_source(args.model, "--model")
+    _, candidates = candidates_for(args, args.topics, args.run)
+    model = LongDocReranker.from_pretrained(args.model, batch_size=args.batch_size, device=args.device,
+                                            dtype=args.dtype, verbose=True)
+    write_run(model(candidates), args.output, args.name)
+    print(f"wrote {args.output}")
     return 0
 
 

@@ -8,6 +8,10 @@ adds the document text by docno (``bm25 >> collection.text >> model``):
 - ``msmarco-document-v2/trec-dl-2021``: ``msmarco-document-v2/trec-dl-2021/judged``; title + headings + body
 - ``robust04-title`` / ``robust04-desc``: ``disks45/nocr/trec-robust-2004``; title + body
 
+Any other ir_datasets id works with an ``irds:`` prefix, as in PyTerrier (``load_collection(
+"irds:antique/test")``): the query is the ``text`` (else ``title``) field, the document text its
+title/headings/body/text fields (else every string field), joined.
+
 TREC DL topics are the judged queries only (43 / 45 / 57), as evaluated in the papers.
 Robust04 uses the topic title or description as the query, and the standard five folds of
 Huston & Croft (2014) as used by CEDR and PARADE: ``fold=k`` tests on fold k, validates on
@@ -48,6 +52,7 @@ COLLECTIONS: dict[str, _Spec] = {
     "robust04-title": _Spec("disks45/nocr/trec-robust-2004", "title", ("title", "body"), folds=True),
     "robust04-desc": _Spec("disks45/nocr/trec-robust-2004", "description", ("title", "body"), folds=True),
 }
+_TEXT_FIELDS = ("title", "headings", "body", "text", "contents", "abstract")
 ROBUST04_FOLD_IDS = tuple(f"disks45/nocr/trec-robust-2004/fold{k}" for k in range(1, 6))
 
 
@@ -132,7 +137,7 @@ def load_collection(name: str, fold: int | None = None, *, folds: Sequence[Itera
     """Topics, qrels and a text lookup of one of the papers' collections (see the module doc).
 
     Args:
-        name: one of ``COLLECTIONS``.
+        name: one of ``COLLECTIONS``, or ``"irds:"`` and any ir_datasets id.
         fold: Robust04 only: the test fold, 1 to 5 (or to ``len(folds)``).
         folds: Robust04 only: your own folds, a list of qid lists, instead of the standard five.
         doc_fields: the document fields joined into the text (default in the table above).
@@ -140,15 +145,20 @@ def load_collection(name: str, fold: int | None = None, *, folds: Sequence[Itera
     """
     import ir_datasets
 
-    if name not in COLLECTIONS:
-        raise ValueError(f"unknown collection {name!r}; known collections: {', '.join(COLLECTIONS)}")
-    spec = COLLECTIONS[name]
+    if name.startswith("irds:"):
+        dataset = ir_datasets.load(name[len("irds:"):])
+        spec = _generic_spec(name[len("irds:"):], dataset)
+    elif name in COLLECTIONS:
+        spec = COLLECTIONS[name]
+        dataset = ir_datasets.load(spec.irds_id)
+    else:
+        raise ValueError(f"unknown collection {name!r}; known collections: {', '.join(COLLECTIONS)}, "
+                         "or 'irds:' and any ir_datasets id")
     if not spec.folds and (fold is not None or folds is not None):
         raise ValueError(f"{name} has no folds; fold= and folds= are for the Robust04 collections")
-    dataset = ir_datasets.load(spec.irds_id)
     topics = pd.DataFrame([(str(q.query_id), getattr(q, spec.query_field)) for q in dataset.queries_iter()],
                           columns=["qid", "query"])
-    qrels = pd.DataFrame([(str(r.query_id), str(r.doc_id), int(r.relevance)) for r in dataset.qrels_iter()],
+    qrels = pd.DataFrame([(str(r.query_id), str(r.doc_id), int(r.relevance)) for r in _qrels_iter(dataset)],
                          columns=["qid", "docno", "label"])
     text = DocumentText(dataset, doc_fields or spec.doc_fields, text_field=text_field, name=spec.irds_id)
     collection = LongDocCollection(name, spec.irds_id, topics, qrels, text, dataset=dataset)
@@ -166,6 +176,20 @@ def load_collection(name: str, fold: int | None = None, *, folds: Sequence[Itera
                          for split, qids in splits.items()}
     collection.topics = collection.splits["test"]
     return collection
+
+
+def _qrels_iter(dataset):
+    return dataset.qrels_iter() if getattr(dataset, "has_qrels", lambda: True)() else iter(())
+
+
+def _generic_spec(irds_id: str, dataset) -> _Spec:
+    if not (dataset.has_docs() and dataset.has_queries()):
+        raise ValueError(f"ir_datasets {irds_id!r} needs documents and queries for re-ranking")
+    query_fields = [f for f in dataset.queries_cls()._fields if f != "query_id"]
+    query_field = next((f for f in ("text", "title") if f in query_fields), query_fields[0])
+    doc_types = dataset.docs_cls().__annotations__
+    doc_fields = [f for f in dataset.docs_cls()._fields if f != "doc_id" and doc_types.get(f) is str]
+    return _Spec(irds_id, query_field, tuple([f for f in doc_fields if f in _TEXT_FIELDS] or doc_fields))
 
 
 def _standard_folds(ir_datasets) -> list[list[str]]:

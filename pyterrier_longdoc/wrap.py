@@ -5,13 +5,16 @@ et al. (TREC 2020), for scorers that read passages only, e.g. ``pyterrier_t5.Mon
 """
 from __future__ import annotations
 
+import contextlib
 import re
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._reranker import column_texts
+from ._chunking import window_starts
+from ._runtime import column_texts
+from ._text import text_offsets, text_only_backend, without_lone_surrogates
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
@@ -31,8 +34,15 @@ class LongDoc(pt.Transformer):
             end of the document (no text is dropped).
         k: for ``"kmaxavg"``.
         text_field: the column with the document text.
-        tokenizer: a HuggingFace tokenizer to count tokens with (``tokenize`` and
-            ``convert_tokens_to_string``); by default, white-space separated words.
+        tokenizer: a HuggingFace tokenizer to count tokens with; by default, white-space
+            separated words. A passage is then the document's own text between the character
+            offsets of its first and last token (a Python-only tokenizer without offsets gives
+            ``convert_tokens_to_string`` of the tokens instead).
+
+    User text stays text: a literal ``[SEP]`` or ``</s>`` in a document counts as characters, and
+    while ``scorer`` runs, the HuggingFace tokenizers it holds (a ``tokenizer`` attribute of the
+    scorer or of a stage of its pipeline, as ``pyterrier_t5.MonoT5ReRanker`` has) read special-token
+    strings as text too.
 
     Output: the input with ``score`` and ``rank`` replaced, every other column kept.
     """
@@ -48,6 +58,7 @@ class LongDoc(pt.Transformer):
             raise ValueError(f"stride ({stride}) > window ({window}) would skip document text")
         self.scorer, self.aggregation, self.window, self.stride, self.k = scorer, aggregation, window, stride, k
         self.text_field, self.tokenizer = text_field, tokenizer
+        self._offsets = text_offsets(tokenizer) if tokenizer is not None else None
 
     def __repr__(self) -> str:
         extra = f", k={self.k}" if self.aggregation == "kmaxavg" else ""
@@ -57,12 +68,17 @@ class LongDoc(pt.Transformer):
 
     def passages(self, text: str) -> list[str]:
         """The passages of one document text."""
+        text = without_lone_surrogates(text)
+        if self._offsets is not None:
+            offsets, _ = self._offsets(text)
+            return [text[offsets[s][0]:offsets[min(s + self.window, len(offsets)) - 1][1]] if offsets else text
+                    for s in window_starts(len(offsets), self.window, self.stride)]
         if self.tokenizer is None:
             tokens, join = [t for t in _WHITESPACE.split(text) if t], " ".join
         else:
-            tokens, join = self.tokenizer.tokenize(text), self.tokenizer.convert_tokens_to_string
-        starts = range(0, max(1, len(tokens) - self.window + self.stride), self.stride)
-        return [join(tokens[s:s + self.window]) for s in starts]
+            tokens = self.tokenizer.tokenize(text, split_special_tokens=True)
+            join = self.tokenizer.convert_tokens_to_string
+        return [join(tokens[s:s + self.window]) for s in window_starts(len(tokens), self.window, self.stride)]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
@@ -77,7 +93,8 @@ class LongDoc(pt.Transformer):
             "docno": passages["docno"].astype(str) + "%p" + index.astype(str),
             _ROW: rows, _PASSAGE: index,
         })
-        scored = self.scorer(passages)
+        with _special_strings_as_text(self.scorer):
+            scored = self.scorer(passages)
         missing = [c for c in (_ROW, _PASSAGE, "score") if c not in scored.columns]
         if missing or len(scored) != len(passages):
             raise ValueError(f"{self!r}: the scorer must return one row per passage with the columns it was "
@@ -93,3 +110,40 @@ class LongDoc(pt.Transformer):
             best = scored.sort_values("score", ascending=False, kind="stable")
             return best[best.groupby(_ROW).cumcount() < self.k].groupby(_ROW)["score"].mean()
         return scored.groupby(_ROW)["score"].agg(self.aggregation)
+
+
+@contextlib.contextmanager
+def _special_strings_as_text(scorer: pt.Transformer):
+    """While the block runs, the HuggingFace tokenizers ``scorer`` holds read special-token
+    strings in text as characters (their backend swapped for :func:`text_only_backend`; the
+    special tokens a tokenizer adds itself, such as T5's final ``</s>``, are unchanged)."""
+    tokenizers = [t for t in _held_tokenizers(scorer) if getattr(t, "_tokenizer", None) is not None]
+    saved = [(t, t._tokenizer, getattr(t, "split_special_tokens", False)) for t in tokenizers]
+    try:
+        for tokenizer, backend, _ in saved:
+            tokenizer._tokenizer = text_only_backend(backend)
+            tokenizer.split_special_tokens = True  # transformers 5 sets the backend's flag from it per call
+        yield
+    finally:
+        for tokenizer, backend, split in saved:
+            tokenizer._tokenizer, tokenizer.split_special_tokens = backend, split
+
+
+def _held_tokenizers(transformer: pt.Transformer) -> list:
+    """The fast HuggingFace tokenizers held as ``tokenizer`` by a transformer or its subtransformers."""
+    found, stack, seen = [], [transformer], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        tokenizer = getattr(current, "tokenizer", None)
+        if getattr(tokenizer, "backend_tokenizer", None) is not None and tokenizer not in found:
+            found.append(tokenizer)
+        try:
+            subs = pt.inspect.subtransformers(current)
+        except Exception:  # noqa: BLE001 - a transformer pt.inspect cannot read has no stages we know of
+            subs = {}
+        for value in subs.values():
+            stack.extend(value if isinstance(value, list) else [value])
+    return found

@@ -152,7 +152,7 @@ def test_checkpoint_of_another_model_names_the_right_class(saved):
 
 def test_checkpoint_from_a_newer_version_warns(saved):
     config = json.loads((saved / "config.json").read_text())
-    config["pyterrier_longdoc_version"] = "99.0.0"
+    config["pyterrier_longdoc"]["version"] = "99.0.0"
     (saved / "config.json").write_text(json.dumps(config))
     with pytest.warns(UserWarning, match="saved by pyterrier_longdoc 99.0.0, newer"):
         pl.LongDocReranker.from_pretrained(saved)
@@ -175,10 +175,11 @@ def test_overrides_apply_to_a_loaded_checkpoint(saved):
 
 
 def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):
-    monkeypatch.setattr("pyterrier_longdoc._reranker.native_bf16_cpu", lambda: False)
+    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: False)
     with pytest.warns(UserWarning, match="no native bf16"):
         pl.MaxP(tiny_bert, dtype="bf16", device="cpu")
-    monkeypatch.setattr("pyterrier_longdoc._reranker.native_bf16_cpu", lambda: True)
+    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", pl.UntrainedHeadWarning)
         assert pl.MaxP(tiny_bert, dtype=torch.bfloat16, device="cpu").autocast_dtype == torch.bfloat16

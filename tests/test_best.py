@@ -166,3 +166,15 @@ def test_queries_without_a_positive_are_skipped_with_a_warning(tiny_bert, monkey
     with pytest.warns(UserWarning, match="1 of 2 training queries"):
         fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, qrels[qrels["qid"] != "q1"], candidates, iterations=1)
     assert seen[0]["qid"].tolist() == ["q0"]
+
+
+def test_segments_read_special_token_strings_and_lone_surrogates_as_text(maxp):
+    from pyterrier_longdoc._chunking import window_starts
+
+    text = "alpha [SEP] beta \ud800 gamma [CLS] " * 3  # a lone surrogate, as json.loads('"\\ud800"') gives
+    segments = segment_documents(maxp, ["d1"], [text])
+    chunking = maxp.model.chunking
+    (ids,), _ = maxp.model.tokenization([text], chunking.max_doc_tokens)  # what the engine reads: all text
+    assert maxp.model.tokenizer.sep_token_id not in ids.tolist()
+    window, stride = chunking.doc_window(maxp.model.layout), chunking.stride
+    assert len(segments) == len(window_starts(len(ids), window, stride))  # the same tokens as the engine

@@ -1,11 +1,15 @@
-"""The command line on TREC-format files: train, then rerank with the saved model."""
+"""The command line: train then rerank on TREC files, Pyserini and PISA indexes, and one-line errors."""
 import json
 
 import pandas as pd
 import pyterrier as pt
 import pytest
 
-from pyterrier_longdoc.cli import main, parse_settings, read_documents, read_topics
+import pyterrier_longdoc
+from pyterrier_longdoc.cli import main, parse_settings, read_documents, read_qrels, read_run, read_topics
+
+TINY = ["--set", "window=12", "stride=6", "max_length=48", "max_query_tokens=8"]
+FAST_FIT = ["--fit", "queries_per_step=2", "lr=1e-3", "seed=3"]
 
 
 @pytest.fixture()
@@ -17,48 +21,208 @@ def trec_files(tmp_path):
             for q in ("q1", "q2") for j in range(3)}
     docs.write_text("".join(f"{docno}\t{text}\n" for docno, text in rows.items()))
     run = tmp_path / "bm25.run"
-    run.write_text("".join(f"{d[:2]} Q0 {d} {int(d[-1])} {10 - int(d[-1])} bm25\n" for d in rows))
+    run.write_text("".join(f"{d[:2]} Q0 {d} {int(d[-1]) + 1} {10 - int(d[-1])} bm25\n" for d in rows))
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{d[:2]} 0 {d} {int(d.endswith('d0'))}\n" for d in rows))
-    return {"topics": topics, "docs": docs, "run": run, "qrels": qrels}
+    return {k: str(v) for k, v in {"topics": topics, "docs": docs, "run": run, "qrels": qrels}.items()}
 
 
-def test_train_then_rerank(trec_files, tiny_bert, tmp_path, capsys):
-    files = {k: str(v) for k, v in trec_files.items()}
-    common = ["--topics", files["topics"], "--run", files["run"], "--docs", files["docs"]]
+def common(files):
+    return ["--topics", files["topics"], "--run", files["run"], "--docs", files["docs"]]
+
+
+@pytest.fixture()
+def trained(trec_files, tiny_bert, tmp_path):
     model_dir = tmp_path / "model"
-    assert main(["train", "--model", "parade_attn", "--backbone", tiny_bert, *common, "--qrels", files["qrels"],
-                 "--output", str(model_dir), "--set", "window=12", "stride=6", "max_length=48",
-                 "max_query_tokens=8", "--fit", "queries_per_step=2", "lr=1e-3", "seed=3"]) == 0
-    config = json.loads((model_dir / "config.json").read_text())
-    assert config["model"] == "parade_attn" and config["settings"]["window"] == 12
+    assert main(["train", "--model", "parade_attn", "--backbone", tiny_bert, *common(trec_files),
+                 "--qrels", trec_files["qrels"], "--output", str(model_dir), *TINY, *FAST_FIT]) == 0
+    return model_dir
 
+
+def test_train_then_rerank_writes_one_based_ranks(trec_files, trained, tmp_path, capsys):
+    ours = json.loads((trained / "config.json").read_text())["pyterrier_longdoc"]
+    assert ours["model"] == "parade_attn" and ours["settings"]["window"] == 12
     out = tmp_path / "reranked.run"
-    assert main(["rerank", "--model", str(model_dir), *common, "--output", str(out)]) == 0
-    reranked = pt.io.read_results(str(out))
-    assert len(reranked) == 6 and set(reranked["qid"]) == {"q1", "q2"}
+    assert main(["rerank", "--model", str(trained), *common(trec_files), "--output", str(out)]) == 0
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert len(lines) == 6 and {line[0] for line in lines} == {"q1", "q2"}
+    assert sorted(int(line[3]) for line in lines if line[0] == "q1") == [1, 2, 3]  # TREC ranks start at 1
+    scores = [float(line[4]) for line in lines if line[0] == "q1"]
+    assert scores == sorted(scores, reverse=True)
     assert "wrote" in capsys.readouterr().out
+    top1 = tmp_path / "top1.run"
+    assert main(["rerank", "--model", str(trained), *common(trec_files), "--top-k", "1", "--output", str(top1)]) == 0
+    assert [line.split()[2] for line in top1.read_text().splitlines()] == ["q1-d0", "q2-d0"]  # the run's first
 
 
-def test_documents_missing_from_the_docs_file_are_named(trec_files, tiny_bert, tmp_path):
-    trec_files["docs"].write_text("q1-d0\tonly one\n")
-    with pytest.raises(SystemExit, match="not in the documents file"):
-        main(["rerank", "--model", tiny_bert, "--topics", str(trec_files["topics"]), "--run",
-              str(trec_files["run"]), "--docs", str(trec_files["docs"]), "--output", str(tmp_path / "x")])
+def test_train_with_top_k_text_field_and_validation(trec_files, tiny_bert, tmp_path, capsys):
+    docs = tmp_path / "docs.jsonl"  # the text to use is in body; title is a decoy
+    docs.write_text("".join(json.dumps({"docno": d, "title": "x", "body": t}) + "\n" for d, t in
+                            (line.split("\t") for line in open(trec_files["docs"]).read().splitlines())))
+    files = {**trec_files, "docs": str(docs)}
+    model_dir = tmp_path / "model"
+    assert main(["train", "--model", "maxp", "--backbone", tiny_bert, *common(files), "--text-field", "body",
+                 "--top-k", "2", "--qrels", files["qrels"], "--valid-topics", files["topics"],
+                 "--valid-qrels", files["qrels"], "--valid-run", files["run"], "--valid-metric", "RR@10",
+                 "--epochs", "2", "--output", str(model_dir), *TINY, *FAST_FIT]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1: validation RR@10" in out and "epoch 2: validation RR@10" in out
+    assert (model_dir / "config.json").exists()
+    assert main(["train", "--model", "maxp", "--backbone", tiny_bert, *common(files), "--qrels", files["qrels"],
+                 "--output", str(tmp_path / "m2")]) == 2  # the JSONL has no text field: named, not trained
+    assert "no field 'text'" in capsys.readouterr().err
+
+
+def test_version_and_models(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0 and capsys.readouterr().out.strip() == f"pyterrier-longdoc {pyterrier_longdoc.__version__}"
+    assert main(["models"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == list(pyterrier_longdoc.registered_models())
+
+
+def test_rerank_a_lucene_index_and_pyserini_jsonl(trained, tmp_path):
+    from lucene_standin import TOPICS, build_index
+
+    collection, index, docs = build_index(tmp_path / "lucene")
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("".join(f"{q}\t{query}\n" for q, query in TOPICS.items()))
+    out = tmp_path / "from-index.run"
+    # candidates and text from the index
+    assert main(["rerank", "--model", str(trained), "--topics", str(topics), "--lucene-index", str(index),
+                 "--top-k", "2", "--output", str(out)]) == 0
+    run = pt.io.read_results(str(out))
+    assert len(run) == 6 and set(run["docno"]) <= {f"d{i}" for i in range(9)} and run["rank"].min() == 1
+    # a run file with Pyserini's JSONL folder as documents, and the same run with the index's stored text
+    bm25 = tmp_path / "bm25.run"
+    bm25.write_text("".join(f"{q} Q0 d{3 * i + j} {j + 1} {3 - j} bm25\n" for i, q in enumerate(TOPICS) for j in range(3)))
+    from_jsonl, from_text = tmp_path / "jsonl.run", tmp_path / "text.run"
+    assert main(["rerank", "--model", str(trained), "--topics", str(topics), "--run", str(bm25),
+                 "--docs", str(collection), "--output", str(from_jsonl)]) == 0
+    assert main(["rerank", "--model", str(trained), "--topics", str(topics), "--run", str(bm25),
+                 "--lucene-index", str(index), "--output", str(from_text)]) == 0
+    assert from_jsonl.read_text() == from_text.read_text() and len(from_jsonl.read_text().splitlines()) == 9
+    assert read_documents(str(collection))(pd.DataFrame({"docno": ["d5"]}))["text"].tolist() == [docs["d5"]]
+
+
+def test_rerank_a_pisa_index(trained, trec_files, tmp_path):
+    from pyterrier_pisa import PisaIndex
+
+    docs = pd.read_csv(trec_files["docs"], sep="\t", names=["docno", "text"])
+    PisaIndex(str(tmp_path / "pisa"), text_field="text").index(docs.to_dict("records"))
+    topics = tmp_path / "topics.txt"
+    topics.write_text("q1\tcastle\n")
+    out = tmp_path / "pisa.run"
+    assert main(["rerank", "--model", str(trained), "--topics", str(topics), "--pisa-index", str(tmp_path / "pisa"),
+                 "--docs", trec_files["docs"], "--output", str(out)]) == 0
+    run = pt.io.read_results(str(out))
+    assert set(run["docno"]) == {"q1-d0", "q2-d0"} and sorted(run["rank"]) == [1, 2]  # the castle documents
+    assert main(["rerank", "--model", str(trained), "--topics", str(topics), "--pisa-index", str(tmp_path / "pisa"),
+                 "--output", str(out)]) == 2  # no --docs: a PISA index has no text
+
+
+def test_run_qids_missing_from_the_topics_are_counted(trec_files, trained, tmp_path, capsys):
+    with open(trec_files["run"], "a") as f:
+        f.write("q9 Q0 q1-d0 1 5 bm25\nq9 Q0 q1-d1 2 4 bm25\n")
+    out = tmp_path / "out.run"
+    assert main(["rerank", "--model", str(trained), *common(trec_files), "--output", str(out)]) == 0
+    assert f"warning: {trec_files['run']}: 2 of 8 lines left out: their 1 qids are not topics" in capsys.readouterr().err
+    assert len(out.read_text().splitlines()) == 6
+    with open(trec_files["topics"], "a") as f:
+        f.write("q3\twhat bird\n")
+    assert main(["rerank", "--model", str(trained), *common(trec_files), "--output", str(out)]) == 0
+    assert f"warning: {trec_files['topics']}: 1 of 3 topics have no candidates in {trec_files['run']}" in (
+        capsys.readouterr().err)
+
+
+BAD_INPUTS = {
+    "five-column run": ("run", "q1 Q0 q1-d0 1 9\n", "{run}:1: 5 columns, expected 6 (qid Q0 docno rank score tag)"),
+    "rank not a number": ("run", "q1 Q0 q1-d0 1 9 x\nq1 Q0 q1-d1 one 8 x\n", "{run}:2: rank 'one' must be an integer"),
+    "docno twice": ("run", "q1 Q0 q1-d0 1 9 x\nq1 Q0 q1-d0 2 8 x\n", "{run}:2: docno 'q1-d0' is listed for qid 'q1' again"),
+    "extra tab in docs": ("docs", "q1-d0\tcastle\textra\nq1-d1\thouse\n", "{docs}:1: 3 tab-separated fields, expected 2"),
+    "three-column qrels": ("qrels", "q1 q1-d0 1\n", "{qrels}:1: 3 columns, expected 4 (qid iteration docno label)"),
+    "label not a number": ("qrels", "q1 0 q1-d0 yes\n", "{qrels}:1: label 'yes' is not an integer"),
+    "query missing": ("topics", "q1\twhat cat\nq2\n", "{topics}:2: expected qid<TAB>query"),
+    "qid twice": ("topics", "q1\twhat cat\nq1\twhat dog\n", "{topics}:2: qid 'q1' is given twice"),
+    "documents missing": ("docs", "q1-d0\tcastle\n", "{run}: documents not in {docs}: 5 docnos"),
+    "nothing relevant": ("qrels", "q1 0 q1-d0 0\n", "{qrels}: no judgement has a label above 0"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_malformed_inputs_give_one_error_line_and_status_2(case, trec_files, tiny_bert, tmp_path, capsys):
+    which, content, message = BAD_INPUTS[case]
+    with open(trec_files[which], "w") as f:
+        f.write(content)
+    argv = ["train", "--model", "maxp", "--backbone", tiny_bert, *common(trec_files), "--qrels", trec_files["qrels"],
+            "--output", str(tmp_path / "model")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("error: " + message.format(**trec_files)), err
+    assert "Traceback" not in err and not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize("model, problem", [("./no-such-model", "no such directory"),
+                                            ("/no/such/model", "no such directory"),
+                                            ("no-such-model", "no such directory, and not in the HuggingFace cache")])
+def test_missing_files_and_models_fail_at_once(model, problem, trec_files, tmp_path, capsys):
+    assert main(["rerank", "--model", model, *common(trec_files), "--output", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --model {model}: {problem}" + (
+        " (HF_HUB_OFFLINE is set)" if "cache" in problem else "")
+    absent = str(tmp_path / "absent.run")
+    assert main(["rerank", "--model", "./m", "--topics", trec_files["topics"], "--run", absent, "--docs",
+                 trec_files["docs"], "--output", str(tmp_path / "x")]) == 2
+    assert main(["train", "--model", "maxp", "--backbone", str(tmp_path), *common({**trec_files, "run": absent}),
+                 "--qrels", trec_files["qrels"], "--output", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {absent}: no such file"
+
+
+def test_hub_unreachable_is_one_line(monkeypatch, trec_files, tmp_path, capsys):
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    assert main(["rerank", "--model", "org/model", *common(trec_files), "--output", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --model org/model: no such directory, and the HuggingFace hub is unreachable (Name or service not known)")
+
+
+def test_option_combinations_are_checked(trec_files, tiny_bert, tmp_path, capsys):
+    base = ["train", "--model", "maxp", "--backbone", tiny_bert, "--qrels", trec_files["qrels"], "--output",
+            str(tmp_path / "m")]
+    assert main([*base, "--topics", trec_files["topics"], "--docs", trec_files["docs"]]) == 2
+    assert "--run, --lucene-index or --pisa-index" in capsys.readouterr().err
+    assert main([*base, *common(trec_files), "--valid-topics", trec_files["topics"]]) == 2
+    assert "--valid-topics and --valid-qrels go together" in capsys.readouterr().err
+    assert main([*base, *common(trec_files), "--valid-topics", trec_files["topics"], "--valid-qrels",
+                 trec_files["qrels"]]) == 2
+    assert "needs --valid-run" in capsys.readouterr().err
+    assert main([*base, *common(trec_files), "--top-k", "0"]) == 2
+    assert main(["train", "--model", "nope", "--backbone", tiny_bert, *common(trec_files), "--qrels",
+                 trec_files["qrels"], "--output", str(tmp_path / "m")]) == 2
+    assert "unknown model 'nope'" in capsys.readouterr().err
 
 
 def test_readers(tmp_path):
     trec = tmp_path / "topics.trec"
     trec.write_text("<top>\n<num> 7 </num>\n<title> red castle </title>\n</top>\n")
     assert read_topics(str(trec))[["qid", "query"]].values.tolist() == [["7", "red castle"]]
+    spaced = tmp_path / "topics.txt"
+    spaced.write_text("1 red castle\n2\tblue  river\n")
+    assert read_topics(str(spaced)).values.tolist() == [["1", "red castle"], ["2", "blue  river"]]
+    run = tmp_path / "run"
+    run.write_text("1 Q0 a 1 2.5 x\n1 Q0 b 2 1.5 x\n")
+    assert read_run(str(run)).values.tolist() == [["1", "a", 2.5, 1], ["1", "b", 1.5, 2]]
+    qrels = tmp_path / "qrels"
+    qrels.write_text("1 0 a 2\n")
+    assert read_qrels(str(qrels)).values.tolist() == [["1", "a", 2]]
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text('{"docno": "007", "text": "a b"}\n')
-    assert read_documents(str(jsonl)).to_dict("records") == [{"docno": "007", "text": "a b"}]
-    tsv = tmp_path / "docs.tsv"
-    tsv.write_text('1\ta "quoted" text\n2\t\n')
-    assert read_documents(str(tsv))["text"].tolist() == ['a "quoted" text', ""]
+    assert read_documents(str(jsonl))(pd.DataFrame({"docno": ["007"]}))["text"].tolist() == ["a b"]
     assert parse_settings(["window=150", "chunk_selection=first_last_even", "max_chunks=null"]) == {
         "window": 150, "chunk_selection": "first_last_even", "max_chunks": None}
-    with pytest.raises(SystemExit, match="key=value"):
-        parse_settings(["window"])
-    assert isinstance(read_documents(str(tsv)), pd.DataFrame)

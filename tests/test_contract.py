@@ -1,4 +1,5 @@
-"""The contract every registered model keeps (DESIGN.md section 4)."""
+"""The contract every registered model keeps: empty frames, missing columns, columns kept,
+save/load round trips, batch-size and row-order invariance, repr, use in pt.Experiment."""
 import numpy as np
 import pandas as pd
 import pytest

@@ -163,3 +163,20 @@ def test_registry_names_the_papers_collections():
             "msmarco-document-v2/trec-dl-2021", "robust04-title", "robust04-desc"} <= set(COLLECTIONS)
     assert COLLECTIONS["robust04-desc"].query_field == "description"
     assert isinstance(DocumentText(None, ["body"]), DocumentText)
+
+
+def test_any_ir_datasets_id_with_the_irds_prefix(tmp_path):
+    from irds_standin import register_standin
+
+    irds_id = register_standin(tmp_path)  # a real ir_datasets dataset from local files, no download
+    topics, qrels, text = load_collection(f"irds:{irds_id}")
+    assert topics.to_dict("list") == {"qid": ["1", "2"], "query": ["what is a cat", "dog food"]}
+    assert qrels.values.tolist() == [["1", "D1", 2], ["2", "D2", 1], ["2", "D3", 0]]
+    out = text(pd.DataFrame({"qid": ["2"], "docno": ["D2"]}))
+    assert out["text"].tolist() == ["Dogs Kibble for dogs."]  # title and body joined; the url left out
+    body = load_collection(f"irds:{irds_id}", doc_fields=["body"]).text
+    assert body(pd.DataFrame({"docno": ["D3"]}))["text"].tolist() == ["Water flows."]
+    with pytest.raises(ValueError, match="no folds"):
+        load_collection(f"irds:{irds_id}", fold=1)
+    with pytest.raises(ValueError, match="irds:"):
+        load_collection(irds_id)  # without the prefix: not one of the named collections

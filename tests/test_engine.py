@@ -1,4 +1,5 @@
-"""Chunking, batching and the equivalences the engine must keep (DESIGN.md section 4)."""
+"""Chunking, batching and the equivalences the engine must keep (MaxP over one chunk is FirstP,
+PARADE-Max over one chunk is its head on that chunk, MaxP is the max over windows scored alone)."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,10 +30,14 @@ def test_sliding_windows_cover_every_token_once_started(n_tokens, spans):
     assert Chunking(window=150, stride=100).spans(n_tokens, BERT) == spans
 
 
-def test_disjoint_chunks_fill_the_encoder_input():
+def test_disjoint_chunks_are_split_evenly_as_in_the_reference_code():
     chunking = Chunking()  # window None: 512 - 32 query tokens - 3 special tokens
     assert chunking.doc_window(BERT) == 477
-    assert chunking.spans(1000, BERT) == [(0, 477), (477, 954), (954, 1000)]
+    assert chunking.spans(1000, BERT) == [(0, 334), (334, 668), (668, 1000)]
+    assert chunking.spans(400, BERT) == [(0, 400)]
+    # CEDR's defaults: 20 query tokens, 800 document tokens in 489-token windows
+    assert Chunking(max_query_tokens=20, max_doc_tokens=800).spans(800, BERT) == [(0, 400), (400, 800)]
+    assert Chunking(disjoint_split="fill").spans(1000, BERT) == [(0, 477), (477, 954), (954, 1000)]
 
 
 def test_chunk_cap_keeps_first_or_first_last_and_evenly_spaced():
@@ -167,13 +172,13 @@ def test_out_of_memory_on_a_single_sequence_is_a_clear_error():
 def test_documents_are_tokenized_once(tiny_bert):
     model = pl.MaxP(tiny_bert, window=6, stride=3)
     calls = []
-    tokenizer = model.model.tokenization.tokenizer
+    encode = model.model.tokenization.encode
 
-    def counting(texts, **kwargs):
+    def counting(texts):
         calls.append(list(texts))
-        return tokenizer(texts, **kwargs)
+        return encode(texts)
 
-    model.model.tokenization.tokenizer = counting
+    model.model.tokenization.encode = counting
     model.score_texts(["q one", "q two", "q one"], ["same text", "same text", "other text"])
     model.score_texts(["q one"], ["same text"])
     assert sorted(t for call in calls for t in call) == ["other text", "q one", "q two", "same text"]

@@ -24,7 +24,8 @@ class FakeHub:
     def create_repo(self, repo_id, private=False, exist_ok=False):
         self.repo(repo_id).mkdir(parents=True, exist_ok=exist_ok)
 
-    def upload_folder(self, repo_id, folder_path, commit_message):
+    def upload_folder(self, repo_id, folder_path, commit_message, revision=None):
+        assert revision in (None, "main"), "the stand-in hub has only main"
         shutil.copytree(folder_path, self.repo(repo_id), dirs_exist_ok=True)
         return f"https://hub.example/{repo_id}/commit/1"
 
@@ -65,8 +66,19 @@ def test_push_then_load_by_hub_id(tiny_bert, hub):
 def test_a_hub_id_that_is_not_a_saved_model_is_loaded_as_an_encoder(hub, monkeypatch):
     (hub.root / "someone--encoder").mkdir(parents=True)
     calls = []
-    monkeypatch.setattr("pyterrier_longdoc._reranker.load_backbone",
+    monkeypatch.setattr("pyterrier_longdoc._reranker.load_pretrained",
                         lambda name, **kw: calls.append(name) or (_ for _ in ()).throw(OSError("offline")))
     with pytest.raises(OSError, match="offline"):
         pl.MaxP("someone/encoder")
     assert calls == ["someone/encoder"]
+
+
+def test_to_hf_and_from_hf_as_pyterrier_artifacts_do(tiny_bert, hub):
+    torch.manual_seed(0)
+    model = pl.MaxP(tiny_bert, window=12, stride=6)
+    model.to_hf("someone/maxp@main")
+    assert (hub.repo("someone/maxp") / "pt_meta.json").exists() and (hub.repo("someone/maxp") / "README.md").exists()
+    loaded = pl.LongDocReranker.from_hf("someone/maxp")
+    assert type(loaded) is pl.MaxP
+    texts = ["the red cat", "a blue river " * 20]
+    np.testing.assert_array_equal(loaded.score_texts(["red cat"] * 2, texts), model.score_texts(["red cat"] * 2, texts))

@@ -2,8 +2,8 @@
 import numpy as np
 import torch
 
-from pyterrier_longdoc.aggregators.cedr import CedrDrmm, CedrKnrm, CedrPacrr
-from pyterrier_longdoc.aggregators.model1 import NeuralModel1
+from pyterrier_longdoc.models.cedr import CedrDrmm, CedrKnrm, CedrPacrr
+from pyterrier_longdoc.models.model1 import NeuralModel1
 
 
 def test_heads_read_every_layer_and_the_query_length(tiny_bert):

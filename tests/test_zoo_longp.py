@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from conftest import write_tiny_bert
-from pyterrier_longdoc.longp import LongP, LongPAggregator
+from pyterrier_longdoc import LongP
+from pyterrier_longdoc.aggregators.longp import LongPAggregator
 from zoo_backbones import margin_training, tiny_backbone_for
 
 
@@ -68,7 +69,7 @@ def test_the_budget_follows_the_encoder_and_max_doc_tokens(longformer, bigbird):
     assert longformer.model.chunking.max_length == 256 and bigbird.model.chunking.max_length == 512
     layout = longformer.model.layout
     assert longformer.model.chunking.tokens_read(layout) == 96
-    short = LongP.from_pretrained(longformer._call[0], max_length=64)
+    short = LongP.from_pretrained(longformer.config.base_model, max_length=64)
     assert short.model.chunking.tokens_read(short.model.layout) == 64 - 32 - layout.n_special
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from pyterrier_longdoc.aggregators.parade import ParadeTransformer, ParadeTransformerPretrained, ParadeTransformerQ
+from pyterrier_longdoc.models.parade import ParadeTransformer, ParadeTransformerPretrained, ParadeTransformerQ
 from zoo_backbones import tiny_backbone_for
 
 
@@ -46,7 +46,7 @@ def test_pretrained_aggregator_loads_without_its_source(tmp_path):
     scores = model.score_texts(queries, texts)
     model.save_pretrained(tmp_path / "saved")
     shutil.rmtree(settings["aggregator_model"])  # the source is gone: loading must not need it
-    saved = json.loads((tmp_path / "saved" / "config.json").read_text())["settings"]
+    saved = json.loads((tmp_path / "saved" / "config.json").read_text())["pyterrier_longdoc"]["settings"]
     assert saved["aggregator_config"]["hidden_size"] == 48 and saved["query_tokens"] is True
     loaded = ParadeTransformerQ.from_pretrained(tmp_path / "saved")
     np.testing.assert_allclose(loaded.score_texts(queries, texts), scores, rtol=1e-5, atol=1e-6)

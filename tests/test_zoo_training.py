@@ -4,7 +4,7 @@ import pytest
 
 import pyterrier_longdoc.aggregators.cedr  # noqa: F401 - registers the models
 import pyterrier_longdoc.aggregators.model1  # noqa: F401
-import pyterrier_longdoc.longp  # noqa: F401
+
 from pyterrier_longdoc import model_class
 from zoo_backbones import ZOO_SETTINGS, assert_padding_invariant, margin_training, tiny_backbone_for
 

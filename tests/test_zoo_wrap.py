@@ -4,7 +4,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
-from pyterrier_longdoc.aggregators.score import FirstP
+from pyterrier_longdoc import FirstP
 from pyterrier_longdoc.wrap import LongDoc
 
 TEXTS = ["castle " + "the a of " * 30 + "river", "red dog", "", "blue fish " * 20]

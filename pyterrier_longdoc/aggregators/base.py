@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from .._batching import ChunkBatch
+from .heads import LinearHead, pool
 
 
 class Aggregator(nn.Module):
@@ -24,14 +25,26 @@ class Aggregator(nn.Module):
 
     #: ask the encoder for the hidden states of every layer (token-level models)
     output_hidden_states: ClassVar[bool] = False
+    #: scores with a chunk head ``head`` (``[..., H] -> [..., 1]``): a trained cross-encoder's own
+    #: sequence-classification head when the model starts from one, else a new head
+    chunk_head: ClassVar[bool] = False
 
-    def __init__(self, hidden_size: int):
+    def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__()
         self.hidden_size = hidden_size
+        if self.chunk_head:
+            self.head = head if head is not None else LinearHead(hidden_size)
+        elif head is not None:
+            raise TypeError(f"{type(self).__name__} has no chunk head")
 
     def attach(self, encoder: nn.Module, tokenizer, chunking) -> None:
         """Called once with the backbone when the model is assembled, before saved weights are
         loaded: for parameters that depend on it (its layer count, an embedding, the query length)."""
+
+    def saved_settings(self) -> dict:
+        """Settings the aggregator derived while it was built, saved with the model so that
+        loading needs nothing else (e.g. the config of a pretrained aggregator encoder)."""
+        return {}
 
     def encoder_inputs(self, encoder: nn.Module, batch: ChunkBatch) -> dict:
         """Called before each encoder call: extra keyword arguments for it (e.g. Longformer's
@@ -39,7 +52,8 @@ class Aggregator(nn.Module):
         return {}
 
     def chunk_features(self, output, batch: ChunkBatch) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        return output.last_hidden_state[:, 0]
+        """By default the chunk's vector as its head pools it ([CLS] of the last layer, or ModernBERT's mean)."""
+        return pool(output, batch.attention_mask, getattr(getattr(self, "head", None), "pooling", "cls"))
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

@@ -28,10 +28,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._reranker import LongDocReranker
 from .base import Aggregator, masked_reduce, select_tokens
 
-CEDR_CHUNKS = {"window": None, "stride": None, "max_query_tokens": 20, "max_doc_tokens": 800}
 KNRM_MUS = [-0.9, -0.7, -0.5, -0.3, -0.1, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]
 KNRM_SIGMAS = [0.1] * 10 + [0.001]
 
@@ -149,27 +147,3 @@ class DrmmAggregator(CedrAggregator):
         cls = cls.unsqueeze(1).expand(-1, histogram.shape[1], -1)
         per_token = self.mlp(torch.cat([histogram, cls], dim=-1)).squeeze(-1)
         return (per_token * query_mask).sum(-1)
-
-
-class CedrKnrm(LongDocReranker):
-    """CEDR-KNRM: RBF kernel pooling of contextual similarity matrices, with the [CLS]."""
-
-    name = "cedr_knrm"
-    aggregator = KnrmAggregator
-    defaults = {**CEDR_CHUNKS, "mus": KNRM_MUS, "sigmas": KNRM_SIGMAS}
-
-
-class CedrPacrr(LongDocReranker):
-    """CEDR-PACRR: n-gram convolutions and k-max pooling over contextual similarities, with the [CLS]."""
-
-    name = "cedr_pacrr"
-    aggregator = PacrrAggregator
-    defaults = {**CEDR_CHUNKS, "max_ngram": 3, "filters": 32, "kmax": 2}
-
-
-class CedrDrmm(LongDocReranker):
-    """CEDR-DRMM: similarity histograms per query token, with the [CLS]."""
-
-    name = "cedr_drmm"
-    aggregator = DrmmAggregator
-    defaults = {**CEDR_CHUNKS, "bins": 11, "hidden": 5}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._reranker import LongDocReranker
 from .base import Aggregator, masked_reduce, select_tokens
 
 
@@ -52,11 +51,3 @@ class Model1Aggregator(Aggregator):
         translation, doc_tokens, query_mask = features
         p_query = masked_reduce(translation, mask, "sum") / masked_reduce(doc_tokens, mask, "sum").clamp(min=1)[:, None]
         return torch.where(query_mask[:, 0], torch.log(p_query + 1e-9), 0.0).sum(-1)
-
-
-class NeuralModel1(LongDocReranker):
-    """Neural Model 1 over BERT token embeddings of disjoint chunks (Boytsov & Kolter, ECIR 2021)."""
-
-    name = "neural_model1"
-    aggregator = Model1Aggregator
-    defaults = {"window": None, "stride": None, "max_doc_tokens": 1431}

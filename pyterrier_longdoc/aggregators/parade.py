@@ -10,81 +10,46 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._reranker import LongDocReranker
 from .base import Aggregator, expand_mask, masked_reduce, select_tokens
-
-PARADE_WINDOWS = {"window": 150, "stride": 75, "max_doc_tokens": 1431}
 
 
 class PooledAggregator(Aggregator):
-    """``linear(reduce(cls_1, ..., cls_m))`` with an element-wise mean, max or sum."""
+    """``head(reduce(cls_1, ..., cls_m))`` with an element-wise mean, max or sum.
 
-    def __init__(self, hidden_size: int, reduce: str):
-        super().__init__(hidden_size)
+    Started from a trained cross-encoder, the head is its sequence-classification head: before
+    any training PARADE-Max scores a document by the head on the element-wise max of its
+    windows' [CLS] vectors, PARADE-Avg (and AvgP) on their mean, close to what the cross-encoder
+    gives a passage that says what the whole document says.
+    """
+
+    chunk_head = True
+
+    def __init__(self, hidden_size: int, reduce: str, head: nn.Module | None = None):
+        super().__init__(hidden_size, head)
         self.reduce = reduce
-        self.head = nn.Linear(hidden_size, 1)
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.head(masked_reduce(features, mask, self.reduce)).squeeze(-1)
 
 
 class AttentionAggregator(Aggregator):
-    """PARADE-Attn: ``w = softmax_i(C . cls_i)``, score ``linear(sum_i w_i cls_i)``."""
+    """PARADE-Attn: ``w = softmax_i(C . cls_i)``, score ``head(sum_i w_i cls_i)``.
 
-    def __init__(self, hidden_size: int):
-        super().__init__(hidden_size)
+    C starts near zero, so an untrained PARADE-Attn weighs the windows nearly equally: started
+    from a trained cross-encoder it first ranks like PARADE-Avg, then learns where to look.
+    """
+
+    chunk_head = True
+
+    def __init__(self, hidden_size: int, head: nn.Module | None = None):
+        super().__init__(hidden_size, head)
         self.query_vector = nn.Parameter(torch.empty(hidden_size).normal_(std=0.02))
-        self.head = nn.Linear(hidden_size, 1)
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         logits = (features @ self.query_vector).masked_fill(~mask, float("-inf"))
         weights = torch.softmax(logits, dim=1)
         pooled = (weights.unsqueeze(-1) * features * expand_mask(mask, features)).sum(dim=1)
         return self.head(pooled).squeeze(-1)
-
-
-class AvgP(LongDocReranker):
-    """AvgP: the mean [CLS] of up to three disjoint chunks of 477 tokens, then a linear head."""
-
-    name = "avgp"
-    aggregator = PooledAggregator
-    aggregator_args = {"reduce": "mean"}
-    defaults = {"window": None, "stride": None, "max_chunks": 3, "max_doc_tokens": 1431}
-
-
-class ParadeAvg(LongDocReranker):
-    """PARADE-Avg: the element-wise mean of the windows' [CLS] vectors, then a linear head."""
-
-    name = "parade_avg"
-    aggregator = PooledAggregator
-    aggregator_args = {"reduce": "mean"}
-    defaults = PARADE_WINDOWS
-
-
-class ParadeMax(LongDocReranker):
-    """PARADE-Max: the element-wise max of the windows' [CLS] vectors, then a linear head."""
-
-    name = "parade_max"
-    aggregator = PooledAggregator
-    aggregator_args = {"reduce": "max"}
-    defaults = PARADE_WINDOWS
-
-
-class ParadeSum(LongDocReranker):
-    """PARADE-Sum: the element-wise sum of the windows' [CLS] vectors, then a linear head."""
-
-    name = "parade_sum"
-    aggregator = PooledAggregator
-    aggregator_args = {"reduce": "sum"}
-    defaults = PARADE_WINDOWS
-
-
-class ParadeAttn(LongDocReranker):
-    """PARADE-Attn: an attention-weighted sum of the windows' [CLS] vectors, then a linear head."""
-
-    name = "parade_attn"
-    aggregator = AttentionAggregator
-    defaults = PARADE_WINDOWS
 
 
 class CNNAggregator(Aggregator):
@@ -157,8 +122,9 @@ class TransformerAggregator(Aggregator):
         self.project_query = nn.Linear(hidden_size, width) if query_tokens else None
         self.head = nn.Linear(width, 1)
 
-    def encoder_config(self) -> dict | None:
-        return None if self.encoder is None else self.encoder.config.to_dict()
+    def saved_settings(self) -> dict:
+        # the aggregator encoder's config is saved with the model, so loading needs no aggregator_model
+        return {} if self.encoder is None else {"aggregator_config": self.encoder.config.to_dict()}
 
     def attach(self, encoder, tokenizer, chunking) -> None:
         start = _cls_embedding(encoder, tokenizer)
@@ -181,9 +147,16 @@ class TransformerAggregator(Aggregator):
         start = self.cls_vector.expand(len(mask), 1, -1)
         x = torch.cat([start, *parts], dim=1)
         valid = torch.cat([mask.new_ones((len(mask), 1)), *masks], dim=1)
-        x, valid = select_tokens(x, valid)  # packed: padding only at the end
+        # token types as in the reference code: 0 for C and the query tokens, 1 for the chunk vectors,
+        # carried through the packing as one more channel
+        types = torch.zeros_like(valid, dtype=x.dtype)
+        types[:, -mask.shape[1]:] = 1
+        x, valid = select_tokens(torch.cat([x, types.unsqueeze(-1)], dim=-1), valid)  # packed: padding at the end
+        x, types = x[..., :-1], x[..., -1].long()
         if self.encoder is not None:
-            x = self.encoder(inputs_embeds=x, attention_mask=valid.long()).last_hidden_state
+            uses_types = getattr(self.encoder.config, "type_vocab_size", 0) > 1
+            x = self.encoder(inputs_embeds=x, attention_mask=valid.long(),
+                             token_type_ids=types if uses_types else None).last_hidden_state
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=~valid)
         return self.head(x[:, 0]).squeeze(-1)
@@ -202,61 +175,19 @@ def _aggregator_encoder(source: str | None, layers: int | None, config: dict | N
     From ``config`` when loading a saved model (weights come from its model.safetensors), else
     the first ``layers`` layers of the pretrained ``source``.
     """
-    from .._model import encoder_from_config, load_backbone
+    from .._backbone import load_pretrained, model_from_config
 
     start = None
     if config is not None:
-        encoder = encoder_from_config(config)
+        encoder = model_from_config(config, sequence_classifier=False)
     elif source is None:
         raise ValueError("init='pretrained' needs aggregator_model, a HuggingFace encoder (hub id or directory)")
     else:
-        encoder, tokenizer = load_backbone(source, **({} if layers is None else {"num_hidden_layers": layers}))
-        start = _cls_embedding(encoder, tokenizer)
+        loaded = load_pretrained(source, sequence_classifier=False,
+                                 **({} if layers is None else {"num_hidden_layers": layers}))
+        encoder = loaded.model
+        start = _cls_embedding(encoder, loaded.tokenizer)
     encoder.set_input_embeddings(None)  # discarded: the aggregator reads inputs_embeds
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None
     return encoder, start
-
-
-class ParadeCNN(LongDocReranker):
-    """PARADE-CNN: four stride-2 convolutions over the windows' [CLS] vectors, every level scored."""
-
-    name = "parade_cnn"
-    aggregator = CNNAggregator
-    defaults = {**PARADE_WINDOWS, "layers": 4}
-
-
-class ParadeTransformer(LongDocReranker):
-    """PARADE-Transformer: a Transformer over [C, cls_1..cls_m], a linear head on its first output.
-
-    Defaults: RAND-L2 (2 random layers, 4 heads). ``init="pretrained"`` with
-    ``aggregator_model=...`` gives PRETR-Ln, ``query_tokens=True`` the "-Q" variant; see
-    :class:`ParadeTransformerPretrained` and :class:`ParadeTransformerQ` for those defaults.
-    """
-
-    name = "parade_transformer"
-    aggregator = TransformerAggregator
-    defaults = {**PARADE_WINDOWS, "layers": 2, "heads": 4, "init": "random", "aggregator_model": None,
-                "query_tokens": False, "aggregator_config": None}
-
-    def __init__(self, model_name_or_path, **kwargs):
-        super().__init__(model_name_or_path, **kwargs)
-        config = self.model.aggregator.encoder_config()
-        if config is not None:  # saved with the model, so loading needs no aggregator_model
-            self.settings = {**self.settings, "aggregator_config": config}
-
-
-class ParadeTransformerPretrained(ParadeTransformer):
-    """PARADE-Transformer PRETR: the aggregator layers come from a pretrained encoder (all its
-    layers by default: a 6-layer MiniLM cross-encoder in Boytsov et al.)."""
-
-    name = "parade_transformer_pretr"
-    defaults = {**ParadeTransformer.defaults, "init": "pretrained", "layers": None,
-                "aggregator_model": "cross-encoder/ms-marco-MiniLM-L-6-v2"}
-
-
-class ParadeTransformerQ(ParadeTransformerPretrained):
-    """PARADE-Transformer PRETR-Q: also feeds the first chunk's projected query token vectors."""
-
-    name = "parade_transformer_q"
-    defaults = {**ParadeTransformerPretrained.defaults, "query_tokens": True}

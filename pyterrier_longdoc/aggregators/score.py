@@ -1,51 +1,38 @@
-"""Score aggregation: a linear head on each chunk's [CLS], then first / max / sum over chunks.
+"""Score aggregation: each chunk scored by the chunk head, then first / max / sum / k-max average.
 
 Dai & Callan, "Deeper Text Understanding for IR with Contextual Neural Language Modeling",
-SIGIR 2019 (FirstP, MaxP, SumP).
+SIGIR 2019 (FirstP, MaxP, SumP); the mean of the k best passage scores as in Chen et al.
+(TREC 2020) and Boytsov et al. (2022).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .._reranker import LongDocReranker
 from .base import Aggregator, masked_reduce
+
+REDUCTIONS = ("first", "max", "sum", "kmaxavg")
 
 
 class ScoreAggregator(Aggregator):
-    """``reduce(linear(cls_1), ..., linear(cls_m))`` over a document's chunks."""
+    """``reduce(head(cls_1), ..., head(cls_m))`` over a document's chunks."""
 
-    def __init__(self, hidden_size: int, reduce: str):
-        super().__init__(hidden_size)
+    chunk_head = True
+
+    def __init__(self, hidden_size: int, reduce: str, k: int = 3, head: nn.Module | None = None):
+        super().__init__(hidden_size, head)
+        if reduce not in REDUCTIONS:
+            raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
         self.reduce = reduce
-        self.head = nn.Linear(hidden_size, 1)
+        self.k = k
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return masked_reduce(self.head(features).squeeze(-1), mask, self.reduce)
-
-
-class FirstP(LongDocReranker):
-    """FirstP: the query with the start of the document (query + document <= 512 tokens)."""
-
-    name = "firstp"
-    aggregator = ScoreAggregator
-    aggregator_args = {"reduce": "first"}
-    defaults = {"window": None, "stride": None, "max_chunks": 1}
-
-
-class MaxP(LongDocReranker):
-    """MaxP: the best-scoring sliding window decides (window 150, stride 100, 1431 tokens)."""
-
-    name = "maxp"
-    aggregator = ScoreAggregator
-    aggregator_args = {"reduce": "max"}
-    defaults = {"window": 150, "stride": 100, "max_doc_tokens": 1431}
-
-
-class SumP(LongDocReranker):
-    """SumP: the sum of the sliding windows' scores (window 150, stride 100, 1431 tokens)."""
-
-    name = "sump"
-    aggregator = ScoreAggregator
-    aggregator_args = {"reduce": "sum"}
-    defaults = {"window": 150, "stride": 100, "max_doc_tokens": 1431}
+        scores = self.head(features).squeeze(-1)
+        if self.reduce != "kmaxavg":
+            return masked_reduce(scores, mask, self.reduce)
+        # the mean of the k best chunk scores (of all chunks when a document has fewer than k)
+        best = scores.masked_fill(~mask, float("-inf")).topk(min(self.k, scores.shape[1]), dim=1).values
+        kept = torch.isfinite(best)
+        return best.where(kept, torch.zeros_like(best)).sum(1) / kept.sum(1).clamp(min=1)

@@ -7,11 +7,12 @@ on token spans ``(char_start, char_end)``; counting is ``len(spans)``.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from bisect import bisect_left, bisect_right
 from typing import Any, Protocol, runtime_checkable
+
+from .._text import text_offsets
 
 Span = tuple[int, int]
 
@@ -47,25 +48,21 @@ class HFTokenizer:
 
     The backend is copied with truncation and padding switched off: ``tokenizer.json`` files
     often carry ``truncation.max_length`` (128 for all-MiniLM-L6-v2), which would silently cap
-    every count.
+    every count. Text is counted as the models read it: a literal ``[SEP]`` or ``</s>`` is
+    characters, not one special token (:func:`~pyterrier_longdoc._text.text_only_backend`).
     """
 
     def __init__(self, tokenizer: Any) -> None:
-        import tokenizers
-
-        backend = tokenizer if isinstance(tokenizer, tokenizers.Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
-        if backend is None:
+        self._encode = text_offsets(tokenizer)
+        if self._encode is None:
             raise ValueError(
                 f"{type(tokenizer).__name__} has no Rust backend (backend_tokenizer), so it cannot give "
                 "token offsets; load a fast tokenizer (AutoTokenizer.from_pretrained(path))"
             )
-        self._backend = copy.deepcopy(backend)
-        self._backend.no_truncation()
-        self._backend.no_padding()
         self.name = getattr(tokenizer, "name_or_path", type(tokenizer).__name__)
 
     def spans(self, text: str) -> list[Span]:
-        return [tuple(o) for o in self._backend.encode(text, add_special_tokens=False).offsets]
+        return [tuple(o) for o in self._encode(text)[0]]
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name!r})"

@@ -11,7 +11,6 @@ control with the very same passages whose relevant passage sits inside the first
 from __future__ import annotations
 
 import warnings
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._frames import keyed_rng, sort_results
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
 VARIANTS = ("far", "near")
@@ -255,8 +255,7 @@ def _normalise(frame: pd.DataFrame, columns: list[str], name: str) -> pd.DataFra
 
 
 def _query_rng(seed: int, qid: str, stream: int) -> np.random.Generator:
-    # crc32, not hash(): Python's str hash is salted per process and would break determinism
-    return np.random.default_rng([int(seed), zlib.crc32(qid.encode("utf8")), stream])
+    return keyed_rng(seed, qid, stream)
 
 
 def _split_passages(
@@ -400,9 +399,7 @@ def _retrieve(retriever: Any, queries: pd.DataFrame, documents: pd.DataFrame) ->
     results = retriever.transform(queries[["qid", "query"]].copy())
     if results.empty:
         return {}
-    order = ["qid", "rank"] if "rank" in results.columns else ["qid", "score"]
-    results = results.assign(qid=results["qid"].astype(str), docno=results["docno"].astype(str))
-    results = results.sort_values(order, ascending=[True, "rank" in results.columns], kind="stable")
+    results = sort_results(results.assign(qid=results["qid"].astype(str), docno=results["docno"].astype(str)))
     return {qid: group["docno"].tolist() for qid, group in results.groupby("qid", sort=False)}
 
 

@@ -14,7 +14,7 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -24,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .fit import evaluate, fit
-from .sampling import as_frame, hard_negative_pools, text_lookup
+from .._chunking import window_starts
+from .._text import text_offsets, without_lone_surrogates
+from .fit import evaluate, fit, validation_data
+from .sampling import Named, text_lookup, training_data
 
 SEGMENT_SEPARATOR = "#"
 # the models BeST applies to: trained on one segment, ranking by the best segment
@@ -74,31 +76,31 @@ def segment_documents(reranker, docnos: Iterable[str], texts: Iterable[str]) -> 
     """
     model = reranker.model
     chunking = model.chunking
-    tokenizer = model.tokenizer
+    encode = text_offsets(model.tokenizer)  # special-token strings and lone surrogates read as text
+    if encode is None:
+        raise ValueError(f"cutting documents into segments needs character offsets, which the slow "
+                         f"{type(model.tokenizer).__name__} cannot give: use a model with a fast tokenizer")
     rows = []
     for docno, text in zip(docnos, texts):
-        for k, (start, end) in enumerate(_segment_spans(text, tokenizer, chunking, model.layout)):
+        text = without_lone_surrogates(text)  # U+FFFD, one character for one: the offsets stay
+        for k, (start, end) in enumerate(_segment_spans(text, encode, chunking, model.layout)):
             rows.append((docno, k, segment_id(docno, k), text[start:end], start, end))
     return pd.DataFrame(rows, columns=["docno", "segment", "seg_docno", "text", "char_start", "char_end"])
 
 
-def _segment_spans(text: str, tokenizer, chunking, layout) -> list[tuple[int, int]]:
-    try:
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    except NotImplementedError as error:
-        raise ValueError(f"cutting documents into segments needs character offsets, which the slow "
-                         f"{type(tokenizer).__name__} cannot give: use a model with a fast tokenizer") from error
-    offsets = encoded["offset_mapping"][:chunking.max_doc_tokens]
+def _segment_spans(text: str, encode, chunking, layout) -> list[tuple[int, int]]:
+    offsets, words = encode(text)
+    offsets = offsets[:chunking.max_doc_tokens]
     n = len(offsets)
     if n == 0:
         return [(0, len(text))]
-    words = encoded.word_ids()[:n] if hasattr(encoded, "word_ids") else None
+    words = words[:n]
     window = chunking.doc_window(layout)
     stride = chunking.stride or window
     starts_word = [i == 0 or words is None or words[i] is None or words[i] != words[i - 1] for i in range(n)]
     starts_word.append(True)  # the end of the text ends a word
     spans = []
-    for s in range(0, max(1, n - window + stride), stride):
+    for s in window_starts(n, window, stride):
         e = min(s + window, n)
         a, b = s, e
         while a < b and not starts_word[a]:
@@ -140,14 +142,12 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     checkpoint_dir = fit_options.pop("checkpoint_dir", None)
 
     reranker = _fresh(model_factory)
-    candidate_frame = as_frame(candidates, topics)
-    pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
-    lookup = text_lookup(candidate_frame, reranker.text_field, text)
+    context = Named(f"fit_best({reranker!r})")
+    data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
+                         context=context)
+    topics, qrels, usable, lookup = data.topics, data.qrels, data.pools, data.lookup
     labels = {(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])}
     queries = dict(zip(topics["qid"].astype(str), topics["query"]))
-    usable = {qid: pool for qid, pool in pools.items() if qid in queries and pool[0] and pool[1]}
-    if not usable:
-        raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
     pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
     pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
     docnos = list(dict.fromkeys(d for _, d, _ in pairs))
@@ -156,16 +156,11 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     per_doc = {d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]}
     rank = {(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)}
     train_topics = topics[topics["qid"].astype(str).isin(set(usable))]
-    if len(train_topics) < len(topics):
-        warnings.warn(f"{len(topics) - len(train_topics)} of {len(topics)} training queries have no judged-relevant "
-                      "document or no negative among their candidates and were skipped")
 
-    validating = valid_topics is not None
-    if validating:
-        if valid_qrels is None or valid_candidates is None:
-            raise ValueError("validation needs valid_topics, valid_qrels and valid_candidates")
-        valid_frame = as_frame(valid_candidates, valid_topics)
-        valid_lookup = text_lookup(valid_frame, reranker.text_field, valid_text if valid_text is not None else text)
+    valid_lookup = lookup if valid_text is None else text_lookup(data.candidates, reranker.text_field, valid_text)
+    validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, valid_lookup,
+                                 context)
+    validating = validation is not None
 
     rows, histories = [], []
     best_value, best_model, best_iteration, since_best = -np.inf, None, 0, 0
@@ -189,7 +184,7 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
                "loss": float(history["loss"].mean()) if len(history) else float("nan")}
         if validating:
             inference = as_maxp(reranker)
-            value = evaluate(inference, valid_topics, valid_qrels, valid_frame, valid_metric, valid_lookup)
+            value = evaluate(inference, *validation, valid_metric, valid_lookup)
             row[valid_metric] = value
             if value > best_value:
                 best_value, best_model, best_iteration, since_best = value, inference, iteration, 0
@@ -255,6 +250,7 @@ def as_maxp(reranker, **settings):
     the MaxP with the same weights reading disjoint windows of the FirstP's size over
     ``max_doc_tokens`` tokens (FirstP and MaxP share the linear head on each window's [CLS]).
     """
+    from .._config import ModelConfig
     from .._reranker import model_class
 
     if reranker.name == "maxp" and not settings:
@@ -263,16 +259,14 @@ def as_maxp(reranker, **settings):
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
     with tempfile.TemporaryDirectory(prefix="pyterrier-longdoc-maxp-") as tmp:
         reranker.save_pretrained(tmp)
-        config_file = Path(tmp) / "config.json"
-        config = json.loads(config_file.read_text())
-        if config["model"] == "firstp":
-            config["settings"] = {**config["settings"], "max_chunks": None}
-        config["model"] = "maxp"
-        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-        _, runtime = reranker._call
-        runtime = {k: v for k, v in runtime.items() if k in ("batch_size", "text_field", "dtype", "verbose",
-                                                                   "trust_remote_code")}
-        return model_class("maxp").from_pretrained(tmp, device=reranker.device, **runtime, **settings)
+        config = ModelConfig.read(Path(tmp))
+        if config.model == "firstp":
+            # every window of the FirstP's size, filled as the training segments are
+            config.settings = {**config.settings, "max_chunks": None, "disjoint_split": "fill"}
+        config.model = "maxp"
+        config.write(Path(tmp))
+        runtime = {**dataclasses.asdict(reranker.runtime), "device": reranker.device}
+        return model_class("maxp").from_pretrained(tmp, **runtime, **settings)
 
 
 __all__ = ["BestResult", "fit_best", "segment_documents", "as_maxp", "parent_docno", "segment_id"]

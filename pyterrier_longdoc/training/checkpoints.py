@@ -2,28 +2,44 @@
 
 A checkpoint is a directory ``step-000123`` holding the model as ``save_pretrained`` writes it,
 ``training_state.safetensors`` (optimizer tensors and the torch RNG state) and
-``trainer_state.json`` (step, options, history, the optimizer's plain values).
+``trainer_state.json`` (step, options, a fingerprint of the training data, history, the
+optimizer's plain values). The newest ``keep`` checkpoints are kept, so a checkpoint damaged
+after it was written (a full disk, a bad copy) leaves an older one to resume from.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
+from typing import Callable
 
+import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
+
+from .._files import check_safetensors
+from .._text import without_lone_surrogates
 
 STATE_TENSORS = "training_state.safetensors"
 STATE_JSON = "trainer_state.json"
 PREFIX = "step-"
+TMP_PREFIX = ".tmp-"
+_STEP = re.compile(rf"{PREFIX}(\d+)$")
 
 
-def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim.Optimizer, trainer_state: dict) -> Path:
+def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim.Optimizer, trainer_state: dict,
+                    keep: int = 2) -> Path:
+    """Writes checkpoint ``step`` atomically and removes all but the newest ``keep`` checkpoints."""
+    if not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"the number of checkpoints to keep must be a positive integer, got {keep!r}")
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory))
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=directory))
     try:
         reranker.save_pretrained(tmp)
         tensors, plain = _split_optimizer_state(optimizer.state_dict())
@@ -36,24 +52,111 @@ def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    for older in directory.glob(f"{PREFIX}*"):
-        if older != final:
-            shutil.rmtree(older, ignore_errors=True)
+    for older in checkpoints(directory)[:-keep]:
+        shutil.rmtree(older, ignore_errors=True)
     return final
 
 
+def checkpoints(directory: Path) -> list[Path]:
+    """The checkpoint directories in ``directory``, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if p.is_dir() and (m := _STEP.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
 def latest_checkpoint(directory: Path) -> Path | None:
-    found = sorted(p for p in directory.glob(f"{PREFIX}*") if (p / STATE_JSON).is_file()) if directory.is_dir() else []
+    """The newest checkpoint that has its trainer state (not checked further: see :func:`resume`)."""
+    found = [p for p in checkpoints(directory) if (p / STATE_JSON).is_file()]
     return found[-1] if found else None
 
 
-def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer) -> dict:
-    """Restores model weights, optimizer and RNG state; returns the trainer state."""
-    state = json.loads((path / STATE_JSON).read_text())
-    reranker.model.load_weights(path)
-    tensors = load_file(str(path / STATE_TENSORS))
-    torch.set_rng_state(tensors.pop("rng.torch"))
-    optimizer.load_state_dict(_join_optimizer_state(tensors, state.pop("optimizer")))
+def remove_leftovers(directory: Path) -> list[Path]:
+    """Removes the temporary directories of writes that were killed midway; returns them."""
+    leftovers = [p for p in directory.glob(f"{TMP_PREFIX}*") if p.is_dir()] if directory.is_dir() else []
+    for path in leftovers:
+        shutil.rmtree(path, ignore_errors=True)
+    return leftovers
+
+
+def remove_checkpoints(directory: Path) -> None:
+    for path in checkpoints(directory):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def resume(directory: Path, reranker, optimizer: torch.optim.Optimizer,
+           check: Callable[[Path, dict], None] | None = None) -> tuple[Path, dict] | None:
+    """Restores the newest valid checkpoint of ``directory``: (its path, its trainer state), or
+    None when there is none. A damaged newer one is skipped with a warning; when every one is
+    damaged, the error names each file and what is wrong with it. ``check(path, state)`` may
+    refuse a checkpoint (by raising) before anything is restored."""
+    found = checkpoints(directory)
+    problems = []
+    for path in reversed(found):
+        try:
+            state = load_checkpoint(path, reranker, optimizer, check)
+        except CorruptCheckpoint as error:
+            problems.append(str(error))
+            continue
+        if problems:
+            warnings.warn(f"skipped {len(problems)} damaged checkpoint(s): " + "; ".join(problems)
+                          + f"; resumed from {path}", stacklevel=3)
+        return path, state
+    if problems:
+        raise ValueError(f"no valid checkpoint in {directory}: " + "; ".join(problems)
+                         + ". Remove them (or use another checkpoint_dir, or restart=True) to train from the start")
+    return None
+
+
+def fingerprint(**frames: pd.DataFrame) -> dict[str, str]:
+    """A short hash of each frame's content, row order ignored (the same rows from another
+    run of a retrieval pipeline are the same data)."""
+    result = {}
+    for name, frame in frames.items():
+        # as text, lone surrogates replaced (hashing encodes to UTF-8, which they are not)
+        canonical = frame.map(lambda value: without_lone_surrogates(str(value)))
+        canonical = canonical.sort_values(sorted(frame.columns), kind="stable").reindex(columns=sorted(frame.columns))
+        digest = hashlib.sha256(",".join(canonical.columns).encode())
+        digest.update(pd.util.hash_pandas_object(canonical, index=False).to_numpy().tobytes())
+        result[name] = digest.hexdigest()[:16]
+    return result
+
+
+class CorruptCheckpoint(ValueError):
+    """A checkpoint file that cannot be read; the message names it."""
+
+
+def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
+                    check: Callable[[Path, dict], None] | None = None) -> dict:
+    """Restores model weights, optimizer and RNG state; returns the trainer state.
+
+    Every file is read and checked (and ``check(path, state)`` called) before anything is
+    restored, so a damaged or refused checkpoint leaves the model and optimizer as they were.
+    """
+    from safetensors import SafetensorError
+
+    state_file, tensors_file = path / STATE_JSON, path / STATE_TENSORS
+    try:
+        state = json.loads(state_file.read_text())
+        if not isinstance(state, dict) or not {"step", "optimizer", "history", "options"} <= set(state):
+            raise ValueError("not a trainer state (step, options, history, optimizer)")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CorruptCheckpoint(f"{state_file} is unreadable ({type(error).__name__}: {error})") from error
+    if check is not None:
+        check(path, state)
+    try:
+        tensors = load_file(str(tensors_file))
+        optimizer_state = _join_optimizer_state(tensors, state.pop("optimizer"))
+        rng = tensors["rng.torch"]
+    except (OSError, SafetensorError, ValueError, KeyError) as error:
+        raise CorruptCheckpoint(f"{tensors_file} is unreadable ({type(error).__name__}: {error})") from error
+    try:
+        check_safetensors(path)
+        reranker.model.load_weights(path)
+    except (OSError, ValueError) as error:
+        raise CorruptCheckpoint(str(error)) from error
+    torch.set_rng_state(rng)
+    optimizer.load_state_dict(optimizer_state)
     return state
 
 
@@ -71,6 +174,8 @@ def _split_optimizer_state(state_dict: dict) -> tuple[dict[str, torch.Tensor], d
 def _join_optimizer_state(tensors: dict[str, torch.Tensor], plain: dict) -> dict:
     state: dict[int, dict] = {int(p): dict(v) for p, v in plain["state"].items()}
     for name, value in tensors.items():
+        if not name.startswith("optimizer."):
+            continue
         _, param, key = name.split(".", 2)
         state.setdefault(int(param), {})[key] = value
     return {"state": state, "param_groups": plain["param_groups"]}

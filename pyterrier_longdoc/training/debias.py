@@ -14,12 +14,13 @@ every row, every query, every process and any row order.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+
+from .._frames import keyed_rng
 
 _START_COLUMNS = ("char_start", "start_char")
 _END_COLUMNS = ("char_end", "end_char")
@@ -77,7 +78,7 @@ def passage_spans(positions: pd.DataFrame, *, start: str | None = None,
 
 
 def _rng(seed: int, docno: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(docno.encode("utf8"))])
+    return keyed_rng(seed, docno)
 
 
 def debias_positions(frame: pd.DataFrame, positions: pd.DataFrame | Mapping[str, tuple[int, int]], *, seed: int = 0,

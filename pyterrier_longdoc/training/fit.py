@@ -12,9 +12,10 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from .checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoints import fingerprint, remove_checkpoints, remove_leftovers, resume, save_checkpoint
 from .losses import make_loss
-from .sampling import as_frame, hard_negative_pools, sample_epoch, text_lookup
+from .sampling import (Named, as_frame, checked_qrels, checked_topics, require_frame, sample_epoch, sampled_docnos,
+                       training_data)
 
 
 def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
@@ -23,10 +24,11 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         queries_per_step: int = 16, queries_per_forward: int = 4, seed: int = 42, text=None,
         valid_topics: pd.DataFrame | None = None, valid_qrels: pd.DataFrame | None = None, valid_candidates=None,
         valid_metric: str = "nDCG@10", checkpoint_dir: str | os.PathLike | None = None,
-        checkpoint_every: int | None = None, callback: Callable[[dict], None] | None = None) -> pd.DataFrame:
+        checkpoint_every: int | None = None, callback: Callable[[dict], None] | None = None,
+        save_total_limit: int = 2, restart: bool = False) -> pd.DataFrame:
     """Train ``reranker`` end to end and return the training history (one row per optimiser step).
 
-    Defaults follow the papers (DESIGN.md section 3): per query, one positive and one hard
+    Defaults follow the papers (PARADE; Boytsov et al.): per query, one positive and one hard
     negative sampled from the ``top_k`` candidates; the pairwise margin loss (margin 1, summed);
     AdamW with ``lr`` for the backbone and ``head_lr`` for the rest, weight decay 1e-7; linear
     warm-up over the first ``warmup`` fraction of steps, then a constant rate; ``queries_per_step``
@@ -37,13 +39,24 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         loss: ``"margin"``, ``"listwise"`` (softmax cross-entropy over the positive and ``negatives``
             negatives) or an ``nn.Module`` taking scores ``[queries, 1 + negatives]``.
         text: where document text comes from when the candidates have no ``text_field`` column or
-            lack a positive: a pt.Transformer such as ``pt.text.get_text(dataset, "text")``, a dict,
-            or a function of a list of docnos.
-        valid_*: when given, ``valid_metric`` (an ir_measures name) is computed after every epoch.
+            lack a positive: a pt.Transformer such as ``pt.text.get_text(dataset, "text")``, a dict
+            or ``pd.Series`` from docno to text, a DataFrame with ``docno`` and the text column, or
+            a function of a list of docnos. Only the documents training can sample (each usable
+            query's positives and top_k negatives) and the validation candidates are fetched.
+        valid_*: when given (all three of ``valid_topics``, ``valid_qrels``, ``valid_candidates``),
+            ``valid_metric`` (an ir_measures name such as ``"nDCG@10"``) is computed after every epoch.
         checkpoint_dir: written atomically every ``checkpoint_every`` steps and after every epoch;
-            a later call with the same directory resumes from the last checkpoint and ends with
-            the same model as an uninterrupted run.
+            a later call with the same directory resumes from the newest valid checkpoint (a
+            damaged one is skipped with a warning) and ends with the same model as an
+            uninterrupted run. Resuming with other options or other training data (topics,
+            qrels, the candidates' ranking, the documents' text) is refused.
         callback: called after every optimiser step with the history row.
+        save_total_limit: how many of the newest checkpoints are kept.
+        restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
+
+    Every input is checked before the first step: a missing, non-text or invalid query or
+    document text, a non-numeric label, rank or score, a missing text for a document training
+    can sample, and validation arguments, each with an error naming the rows or documents.
 
     Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
     on GPU) every process takes its share of each step's queries and the gradients are summed
@@ -54,10 +67,22 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         raise ValueError("epochs, negatives, queries_per_step and queries_per_forward must be positive")
     if not 0 <= warmup < 1:
         raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
+    if not isinstance(save_total_limit, int) or save_total_limit < 1:
+        raise ValueError(f"save_total_limit must be a positive integer, got {save_total_limit!r}")
     criterion = make_loss(loss)
-    candidate_frame = as_frame(candidates, topics)
-    pools = hard_negative_pools(topics, qrels, candidate_frame, top_k)
-    lookup = text_lookup(candidate_frame, reranker.text_field, text)
+    context = Named(f"{reranker!r}.fit")
+    data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
+                         context=context)
+    topics, qrels, candidate_frame, pools, lookup = data.topics, data.qrels, data.candidates, data.pools, data.lookup
+    texts = document_texts(lookup, sampled_docnos(topics, pools), reranker.text_field, context)
+    validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, lookup, context)
+    # what training reads of the candidates: each query's ranked negatives (retrieval scores that
+    # differ in the last digit but rank the same are the same data), and the sampled documents' text
+    ranked_negatives = pd.DataFrame([(qid, d, k) for qid, (_, neg) in pools.items() for k, d in enumerate(neg)],
+                                    columns=["qid", "docno", "rank"])
+    data = fingerprint(topics=topics[["qid", "query"]], qrels=qrels[["qid", "docno", "label"]],
+                       candidates=ranked_negatives,
+                       texts=pd.DataFrame({"docno": list(texts), "text": list(texts.values())}))
 
     world, rank = distributed_setup(reranker)
     model = reranker.model
@@ -79,12 +104,30 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
     history: list[dict] = []
     step = 0
     checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    resume_from = latest_checkpoint(checkpoints) if checkpoints is not None else None
-    if resume_from is not None:
-        state = load_checkpoint(resume_from, reranker, optimizer)
+    if checkpoints is not None:
+        if rank == 0:
+            remove_leftovers(checkpoints)
+            if restart:
+                remove_checkpoints(checkpoints)
+        if world > 1:
+            torch.distributed.barrier()
+
+    def same_run(path: Path, state: dict) -> None:
         if state["options"] != options:
-            raise ValueError(f"{resume_from} was written with other training options {state['options']}; "
-                             f"use another checkpoint_dir or the same options ({options})")
+            raise ValueError(f"{path} was written with other training options {state['options']}; "
+                             f"use another checkpoint_dir, the same options ({options}), or restart=True")
+        saved = state.get("data")
+        if saved is None:
+            warnings.warn(f"{path} does not record its training data (an older version wrote it); resuming without "
+                          "checking that the topics, qrels and candidates are the same", stacklevel=4)
+        elif saved != data:
+            changed = [name for name in data if saved.get(name) != data[name]]
+            raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
+                             "use another checkpoint_dir, the same data, or restart=True to train from the start")
+
+    resumed = resume(checkpoints, reranker, optimizer, check=same_run) if checkpoints is not None else None
+    if resumed is not None:
+        _, state = resumed
         step, history = state["step"], state["history"]
         with warnings.catch_warnings():  # catching up with the steps taken before, none is skipped
             warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
@@ -95,7 +138,8 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
 
     def checkpoint():
         if checkpoints is not None and rank == 0:
-            save_checkpoint(checkpoints, step, reranker, optimizer, {"options": options, "history": history})
+            save_checkpoint(checkpoints, step, reranker, optimizer,
+                            {"options": options, "data": data, "history": history}, keep=save_total_limit)
         if world > 1:
             torch.distributed.barrier()
 
@@ -114,7 +158,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                     part = mine[start:start + queries_per_forward]
                     docnos = [d for inst in part for d in inst.docnos]
                     queries = [inst.query for inst in part for _ in inst.docnos]
-                    scores = reranker.score_batch(queries, lookup(docnos)).scores.view(len(part), -1)
+                    scores = reranker.score_batch(queries, [texts[d] for d in docnos]).scores.view(len(part), -1)
                     value = criterion(scores)
                     value.backward()
                     total += value.item()
@@ -131,9 +175,8 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                     checkpoint()
                 if callback is not None:
                     callback(row)
-            if valid_topics is not None:
-                value = evaluate(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric,
-                                 lookup) if rank == 0 else 0.0
+            if validation is not None:
+                value = evaluate(reranker, *validation, valid_metric, lookup) if rank == 0 else 0.0
                 history[-1][valid_metric] = broadcast_value(value, world, reranker.device)
             checkpoint()
     model.eval()
@@ -206,3 +249,46 @@ def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, me
              .astype({"query_id": str, "doc_id": str}),
         run.rename(columns={"qid": "query_id", "docno": "doc_id"}).astype({"query_id": str, "doc_id": str}))
     return float(result[measure])
+
+
+def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[str, str]:
+    """docno -> text of every document in ``docnos``, fetched now and checked like inference input."""
+    from .._runtime import column_texts
+
+    frame = pd.DataFrame({"docno": docnos, text_field: lookup(docnos) if docnos else []}, dtype=object)
+    return dict(zip(docnos, column_texts(frame, text_field, context)))
+
+
+def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
+                    context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None:
+    """(topics, qrels, candidates with query and text) for validation, checked before training;
+    None without validation."""
+    import ir_measures
+
+    from .._runtime import column_texts
+
+    given = {"valid_topics": topics, "valid_qrels": qrels, "valid_candidates": candidates}
+    missing = [name for name, value in given.items() if value is None]
+    if len(missing) == len(given):
+        return None
+    if missing:
+        raise ValueError(f"validation needs valid_topics, valid_qrels and valid_candidates; {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} missing")
+    try:
+        ir_measures.parse_measure(metric)
+    except Exception as error:  # noqa: BLE001 - ir_measures raises NameError and others for unknown names
+        raise ValueError(f"valid_metric {metric!r} is not an ir_measures measure ({error}); use a name such as "
+                         "'nDCG@10', 'RR@10', 'AP' or 'P@10'") from None
+    topics = checked_topics(topics, "valid_topics", context)
+    qrels = checked_qrels(qrels, "valid_qrels")
+    frame = require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates", ["qid", "docno"])
+    valid_context = Named(f"{context!r} valid_candidates")
+    field = reranker.text_field
+    if field not in frame.columns:
+        texts = document_texts(lookup, frame["docno"].astype(str).tolist(), field, valid_context)
+        frame = frame.assign(**{field: [texts[d] for d in frame["docno"].astype(str)]})
+    if "query" not in frame.columns:
+        frame = frame.merge(topics[["qid", "query"]], on="qid")
+    frame = frame.assign(query=column_texts(frame, "query", valid_context),
+                         **{field: column_texts(frame, field, valid_context)})
+    return topics, qrels, frame

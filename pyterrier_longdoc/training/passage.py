@@ -286,7 +286,7 @@ def _device() -> str:
 def _native_bf16() -> bool:
     if torch.cuda.is_available():
         return torch.cuda.is_bf16_supported()
-    from .._reranker import native_bf16_cpu
+    from .._runtime import native_bf16_cpu
 
     return native_bf16_cpu()
 

@@ -1,0 +1,168 @@
+"""Loading HuggingFace backbones: a plain encoder, or a trained cross-encoder with its head.
+
+A name is a local folder or a hub id. Folders saved by sentence-transformers (``CrossEncoder``
+or ``SentenceTransformer``, any layout: the transformers model at the root or in the folder
+that ``modules.json`` names) are read through their transformers model. Only safetensors
+weights are loaded.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from ._config import ModelConfig
+from ._files import check_safetensors
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+
+
+@dataclass
+class Pretrained:
+    """A loaded backbone: a ``*ForSequenceClassification`` model when the architecture has one
+    (its head trained when ``trained_head``), else the plain encoder."""
+
+    model: nn.Module
+    tokenizer: object
+    trained_head: bool
+    path: str
+
+
+def resolve_checkpoint(name_or_path: str) -> Path | None:
+    """A local folder for a saved pyterrier_longdoc model: ``name_or_path`` itself, or a download
+    of a hub repository holding one; None for anything else (e.g. a plain encoder on the hub)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if path.exists() or name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1:
+        raise FileNotFoundError(f"{name_or_path} is not a directory with a model")
+    try:
+        from huggingface_hub import hf_hub_download, snapshot_download
+
+        if ModelConfig.read(Path(hf_hub_download(name_or_path, "config.json")).parent) is None:
+            return None
+        return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"]))
+    except Exception as error:  # noqa: BLE001 - the plain-encoder path gives its own error
+        warnings.warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
+                      "treating it as a plain encoder")
+        return None
+
+
+def transformers_folder(name_or_path: str) -> str:
+    """Where the transformers model of a sentence-transformers folder lives (``modules.json``
+    names it); the name itself for anything else."""
+    modules = Path(name_or_path) / "modules.json"
+    if not modules.is_file():
+        return name_or_path
+    try:
+        entries = json.loads(modules.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{modules} is not valid JSON: {error}") from error
+    for entry in entries:
+        if str(entry.get("type", "")).rsplit(".", 1)[-1] == "Transformer":
+            return str(Path(name_or_path) / entry.get("path", ""))
+    raise ValueError(f"{modules} names no Transformer module: not a sentence-transformers model with a "
+                     "transformers backbone")
+
+
+def refuse_pickle(path: Path) -> None:
+    """Only safetensors weights are loaded: pickle files can run code when loaded."""
+    if not path.is_dir() or any(path.glob("*.safetensors")):
+        return
+    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise ValueError(f"{path} holds only pickle weights ({', '.join(pickles)}); pyterrier_longdoc loads "
+                         "safetensors only. Convert them, e.g. model.save_pretrained(dir, safe_serialization=True)")
+
+
+def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    if not getattr(tokenizer, "is_fast", False):
+        warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
+    return tokenizer
+
+
+def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, sequence_classifier: bool = True,
+                    **config_overrides) -> Pretrained:
+    """The backbone of a HuggingFace model (hub id or local folder).
+
+    With ``sequence_classifier`` the architecture's ``*ForSequenceClassification`` model is
+    loaded when it has one: a trained cross-encoder keeps its head, a plain encoder gets a new
+    one (``trained_head`` False). ``config_overrides`` (e.g. ``num_hidden_layers=2``) change
+    the config.
+    """
+    from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+
+    folder = transformers_folder(name_or_path)
+    refuse_pickle(Path(folder))
+    check_safetensors(Path(folder))
+    tokenizer = load_tokenizer(folder, trust_remote_code)
+    kwargs = {"trust_remote_code": trust_remote_code, "use_safetensors": True, **config_overrides}
+    if sequence_classifier:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        trained = any(str(a).endswith("ForSequenceClassification") for a in (config.architectures or ()))
+        if type(config) in AutoModelForSequenceClassification._model_mapping:
+            if not trained:
+                kwargs["num_labels"] = 1
+            with _quiet_transformers():  # a new head is reported by our own warning
+                model, info = _with_sdpa(lambda **kw: AutoModelForSequenceClassification.from_pretrained(
+                    folder, output_loading_info=True, **kw), kwargs)
+            prefix = model.base_model_prefix
+            head_missing = [k for k in info.get("missing_keys", ()) if not k.startswith(prefix + ".")]
+            return Pretrained(model, tokenizer, trained and not head_missing, folder)
+    model = _with_sdpa(lambda **kw: AutoModel.from_pretrained(folder, **kw), kwargs)
+    return Pretrained(model, tokenizer, False, folder)
+
+
+def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False) -> nn.Module:
+    """A randomly initialised model of a saved ``config.to_dict()``, for weights loaded after:
+    the architecture's ``*ForSequenceClassification`` model or its plain encoder."""
+    from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+
+    auto = AutoModelForSequenceClassification if sequence_classifier else AutoModel
+
+    def build(**kw):  # a fresh config per attempt: a failed SDPA attempt leaves its mark on it
+        settings = dict(encoder_config)
+        config = AutoConfig.for_model(settings.pop("model_type"), **settings)
+        return auto.from_config(config, **kw)
+
+    with _quiet_transformers():
+        return _with_sdpa(build, {"trust_remote_code": trust_remote_code})
+
+
+def encoder_max_length(encoder: nn.Module, tokenizer) -> int:
+    """The longest input the encoder takes: its position embeddings (less RoBERTa-style offsets,
+    whose positions start after the padding index), capped by the tokenizer's own limit."""
+    length = getattr(encoder.config, "max_position_embeddings", None) or 512
+    padding_idx = getattr(getattr(encoder, "embeddings", None), "padding_idx", None)
+    if isinstance(padding_idx, int):
+        length -= padding_idx + 1
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and limit < 1_000_000:
+        length = min(length, limit)
+    return length
+
+
+def _with_sdpa(build, kwargs: dict):
+    try:
+        return build(attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):  # this architecture has no SDPA attention
+        return build(**kwargs)
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)

@@ -1,0 +1,99 @@
+"""Where and how a model runs: devices, autocast dtypes (native bf16 detection), the runtime
+options every model takes, and validation of the input columns."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from ._text import replace_lone_surrogates
+
+
+@dataclasses.dataclass
+class Runtime:
+    """The runtime options every model takes; none is saved with the model."""
+
+    batch_size: int = 16
+    text_field: str = "text"
+    device: str | torch.device | list | None = None
+    dtype: str | torch.dtype | None = None
+    verbose: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.text_field, str):
+            raise TypeError(f"text_field must be a column name (str), got {self.text_field!r}")
+
+    def changed(self) -> dict:
+        """The options that differ from their defaults (for ``repr``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != f.default}
+
+    def devices(self) -> list[torch.device]:
+        devices = self.device if isinstance(self.device, (list, tuple)) else [
+            self.device if self.device is not None else default_device()]
+        if not devices:
+            raise ValueError("device is an empty list; give at least one device")
+        return [torch.device(d) for d in devices]
+
+
+def default_device() -> torch.device:
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+           "fp16": torch.float16, "float16": torch.float16}
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype, or None for plain fp32."""
+    if dtype is None:
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return None
+    if isinstance(dtype, torch.dtype):
+        dtype = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype)
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}, 'int8' or a torch.dtype")
+    resolved = _DTYPES[dtype]
+    if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
+        warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
+                      "times slower than fp32 here; use dtype=None")
+    return resolved
+
+
+def native_bf16_cpu() -> bool:
+    """Whether this CPU computes bf16 natively (Linux: its /proc/cpuinfo flags)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
+    """The column as a list of str; a clear error naming the rows for missing or non-text values."""
+    values = frame[column].tolist()
+    missing = [i for i, v in enumerate(values) if not isinstance(v, str) and pd.api.types.is_scalar(v) and pd.isna(v)]
+    wrong = [i for i, v in enumerate(values) if not isinstance(v, str) and i not in set(missing)]
+    for rows, problem, error in ((missing, "missing values (None/NaN)", ValueError),
+                                 (wrong, "non-string values", TypeError)):
+        if rows:
+            examples = ", ".join(row_label(frame, i, values[i]) for i in rows[:3])
+            raise error(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
+                        f"(e.g. {examples}); fill or drop them before re-ranking")
+    return replace_lone_surrogates(values, lambda i: row_label(frame, i, values[i]), f"{context!r}: column {column!r}")
+
+
+def row_label(frame: pd.DataFrame, i: int, value) -> str:
+    row = frame.iloc[i]
+    keys = " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
+    return f"[{keys} value={value!r} ({type(value).__name__})]"

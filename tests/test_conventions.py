@@ -1,0 +1,133 @@
+"""PyTerrier's and sentence-transformers' conventions: training inside a pipeline (pt.Estimator),
+saved models as pt.Artifacts with a model card, predict/rank on plain lists, frames sorted by qid
+and rank, a progress bar with a total; and two checks on what a model gives: weights verified
+against their checksum, non-finite scores named."""
+import json
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import pyterrier_longdoc as pl
+from test_training import FAST, new_model, toy_task
+
+
+def first_stage(candidates: pd.DataFrame) -> pt.Transformer:
+    """A retrieval stand-in: the candidates of the topics it is given, with their text."""
+    return pt.Transformer.from_df(candidates)
+
+
+def test_a_pipeline_trains_its_last_stage_with_validation_and_checkpoints(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    model.fit_options = dict(FAST, epochs=2, valid_metric="RR@10", checkpoint_dir=str(tmp_path / "ckpt"))
+    before = {k: v.clone() for k, v in model.model.state_dict().items()}
+    pipeline = first_stage(candidates) >> model
+    pipeline.fit(topics[:6], qrels, topics[6:], qrels)  # PyTerrier's Compose.fit runs first_stage, then model.fit
+    assert model.history is not None and len(model.history) == 4  # 2 epochs of 2 steps (6 topics, 4 per step)
+    assert model.history["RR@10"].notna().sum() == 2  # validated after each epoch, on the 2 validation topics
+    assert any(not torch.equal(before[k], v) for k, v in model.model.state_dict().items())
+    # the checkpoint folder's root loads its latest checkpoint
+    resumed = pl.LongDocReranker.from_pretrained(tmp_path / "ckpt")
+    np.testing.assert_allclose(resumed(candidates)["score"], model(candidates)["score"], atol=1e-6)
+
+
+def test_direct_calls_take_topics_with_candidates_or_the_candidates_themselves(tiny_bert):
+    topics, qrels, candidates = toy_task()
+    options = dict(FAST, epochs=1)
+    histories = [new_model(tiny_bert).fit(topics, qrels, candidates=candidates, **options),
+                 new_model(tiny_bert).fit(candidates, qrels, **options),
+                 new_model(tiny_bert).fit(topics, qrels, candidates, **options)]  # version 0.1's call
+    for history in histories[1:]:
+        pd.testing.assert_frame_equal(history, histories[0])
+    # validation topics are retrieved by the training pipeline unless told otherwise
+    model = new_model(tiny_bert)
+    history = model.fit(topics[:6], qrels, topics[6:], qrels, candidates=first_stage(candidates), valid_metric="RR@10",
+                        **options)
+    assert history["RR@10"].notna().any()
+    with pytest.raises(TypeError, match="need candidates"):
+        new_model(tiny_bert).fit(topics, qrels, topics, qrels)
+    with pytest.raises(TypeError, match="not given twice"):
+        new_model(tiny_bert).fit(candidates, qrels, candidates=candidates)
+
+
+def test_a_saved_model_is_a_pyterrier_artifact_with_a_model_card(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    model.fit(topics, qrels, candidates, **FAST, epochs=1, valid_topics=topics, valid_qrels=qrels,
+              valid_candidates=candidates, valid_metric="RR@10")
+    model.save_pretrained(tmp_path / "saved")
+    loaded = pt.Artifact.load(str(tmp_path / "saved"))
+    assert type(loaded) is pl.MaxP and isinstance(loaded, pt.Artifact) and isinstance(loaded, pt.Estimator)
+    np.testing.assert_allclose(loaded(candidates)["score"], model(candidates)["score"], atol=1e-6)
+    card = (tmp_path / "saved" / "README.md").read_text()
+    front = card.split("---")[1]
+    assert "library_name: pyterrier-longdoc" in front and f"base_model: {json.dumps(tiny_bert)}" in front
+    assert "| `window` | `12` |" in card and "Trained with `fit` for 2 optimiser steps" in card
+    assert "Validation RR@10" in card and "topics 8, qrels 32" in card
+    assert json.loads((tmp_path / "saved" / "pt_meta.json").read_text())["type"] == "reranker"
+
+
+def test_predict_and_rank_on_plain_lists(tiny_bert):
+    model = new_model(tiny_bert)
+    docs = ["the castle house", "a red dog", "castle castle castle"]
+    scores = model.predict([("what castle", d) for d in docs])
+    np.testing.assert_allclose(scores, model.score_texts(["what castle"] * 3, docs))
+    assert model.predict(("what castle", docs[0])).shape == (1,)
+    ranked = model.rank("what castle", docs, top_k=2, return_documents=True)
+    order = np.argsort(-scores)
+    assert [r["corpus_id"] for r in ranked] == order[:2].tolist()
+    assert ranked[0]["text"] == docs[order[0]] and ranked[0]["score"] == pytest.approx(scores[order[0]])
+    with pytest.raises(TypeError, match="pair 1"):
+        model.predict([("q", "d"), ("q",)])
+    assert model.predict([]).shape == (0,)
+
+
+def test_frames_come_out_sorted_by_qid_then_rank_and_the_progress_bar_has_a_total(tiny_bert):
+    _, _, candidates = toy_task()
+    model = new_model(tiny_bert)
+    out = model(candidates.sample(frac=1, random_state=1))
+    assert out[["qid", "rank"]].values.tolist() == out.sort_values(["qid", "rank"])[["qid", "rank"]].values.tolist()
+    assert (out.groupby("qid")["rank"].apply(list) == [list(range(4))] * 8).all()
+
+    class Progress:
+        total, seen = None, 0
+
+        def update(self, n):
+            self.seen += n
+
+        def refresh(self):
+            pass
+
+    progress = Progress()
+    with torch.no_grad():
+        model.model.score(candidates["query"].tolist(), candidates["text"].tolist(), batch_size=5, progress=progress)
+    assert progress.total == progress.seen > len(candidates)  # sequences: several windows per document
+
+
+def test_changed_weights_are_refused_unless_asked(tiny_bert, tmp_path):
+    model = new_model(tiny_bert)
+    model.save_pretrained(tmp_path / "saved")
+    weights = tmp_path / "saved" / "model.safetensors"
+    tensors = load_file(weights)
+    for name in sorted(tensors)[len(tensors) // 2:]:  # the second half zeroed: the file keeps its size
+        tensors[name] = torch.zeros_like(tensors[name])
+    save_file(tensors, weights, metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=f"{weights} is corrupt or truncated, or was changed"):
+        pl.MaxP.from_pretrained(tmp_path / "saved")
+    loaded = pl.MaxP.from_pretrained(tmp_path / "saved", verify_weights=False)  # changed on purpose
+    assert torch.count_nonzero(loaded.model.state_dict()[sorted(tensors)[-1]]) == 0
+
+
+def test_non_finite_scores_are_named_with_their_rows(tiny_bert):
+    _, _, candidates = toy_task()
+    model = new_model(tiny_bert)
+    with torch.no_grad():
+        model.model.aggregator.head.classifier.bias.fill_(float("nan"))  # a diverged model
+    with pytest.raises(ValueError, match=r"MaxP\(.*\) gave 32 non-finite scores .*qid='q0' docno='q0-d0'"):
+        model(candidates)
+    with pytest.raises(ValueError, match=r"non-finite scores .* pair 0 \(query 'what cat'\)"):
+        model.score_texts(["what cat"], ["the castle"])
