@@ -122,10 +122,18 @@ def warm_up(backbone: str, triples: pd.DataFrame, directory: Path, sizes: dict, 
     """The passage stage; returns the CrossEncoder folder and the minutes it took."""
     from pyterrier_longdoc.training.passage import train_passage_ranker
 
+    options = dict(steps=sizes["warmup_steps"], lr=sizes["warmup_lr"], batch_size=sizes["warmup_batch"],
+                   max_length=256, seed=seed)
+    stamp = {"backbone": str(backbone), "triples": len(triples), **options}
+    record = Path(directory) / "passage-stage.json"
+    if record.exists() and json.loads(record.read_text())["stamp"] == stamp:  # a resumed benchmark
+        print(f"(passage stage of seed {seed} reused from {directory})")
+        return str(directory), json.loads(record.read_text())["minutes"]
     started = time.time()
-    path = train_passage_ranker(backbone, triples, directory, steps=sizes["warmup_steps"], lr=sizes["warmup_lr"],
-                                batch_size=sizes["warmup_batch"], max_length=256, seed=seed)
-    return path, (time.time() - started) / 60
+    path = train_passage_ranker(backbone, triples, directory, **options)
+    minutes = (time.time() - started) / 60
+    record.write_text(json.dumps({"stamp": stamp, "minutes": minutes}))
+    return path, minutes
 
 
 def document_stage(cls, warm_start: str, train: dict, sizes: dict, dtype: str, seed: int, fit: bool = True):
