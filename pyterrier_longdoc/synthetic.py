@@ -42,7 +42,7 @@ import pyterrier as pt
 
 from .collection import InMemoryCollection
 
-__all__ = ["DEFAULT_NEGATIVES", "NEGATIVE_KINDS", "SyntheticCollection", "make_collection"]
+__all__ = ["DEFAULT_NEGATIVES", "NEGATIVE_KINDS", "SyntheticCollection", "make_collection", "passage_triples"]
 
 # --- word lists ------------------------------------------------------------------------------
 # Filler words never include the entity, value or cue words below, so query terms only occur in
@@ -540,3 +540,34 @@ def make_collection(
             answers, columns=["qid", "docno", "char_start", "char_end", "word_start", "word_end"]
         ),
     )
+
+
+def passage_triples(collection: SyntheticCollection, *, negatives_per_query: int = 4, seed: int = 0) -> pd.DataFrame:
+    """(query, positive, negative) passage triples from a collection's topics, for the passage
+    stage (``pyterrier_longdoc.training.train_passage_ranker``): the positive is the answer
+    passage; each negative is the same number of words cut from one of the topic's non-relevant
+    documents at the answer's word offset, where that document holds its distractor sentences
+    (cue words of the query that answer nothing) or other text about the same entity.
+
+    Returns ``qid, query, positive, negative``. Use the training split's topics only
+    (``collection.split("train")``), so that test answers are never trained on.
+    """
+    if negatives_per_query < 1:
+        raise ValueError(f"negatives_per_query must be positive, got {negatives_per_query}")
+    text = dict(zip(collection.docs["docno"], collection.docs["text"]))
+    negatives = collection.qrels[collection.qrels["label"] == 0].groupby("qid")["docno"].apply(list).to_dict()
+    answers = collection.answers.set_index("qid")
+    rows = []
+    for qid, query in zip(collection.topics["qid"], collection.topics["query"]):
+        if qid not in answers.index or not negatives.get(qid):
+            continue
+        answer = answers.loc[qid]
+        positive = text[answer["docno"]][answer["start_char"]:answer["end_char"]]
+        length = int(answer["end_word"] - answer["start_word"])
+        rng = random.Random(f"pyterrier_longdoc.synthetic.passages:{seed}:{qid}")
+        for _ in range(negatives_per_query):
+            words = text[rng.choice(negatives[qid])].split()
+            start = min(int(answer["start_word"]), max(0, len(words) - length))
+            start = max(0, start + rng.randint(-length, length))
+            rows.append((qid, query, positive, " ".join(words[start:start + length])))
+    return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])

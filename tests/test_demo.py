@@ -32,3 +32,114 @@ def test_bm25_over_indexes_silently(tmp_path, capfd):
     result = bm25.search(collection.topics["query"].iloc[0])
     assert set(result["docno"]) <= set(collection.docs["docno"]) and len(result) > 0
     bm25_over(collection, tmp_path / "index")  # an existing index is overwritten
+
+
+# --- the demo's results: its own conclusions, and the README's numbers --------------------------------------------
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from pyterrier_longdoc.demo import conclusions, expected_random_rr  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEMS = ("BM25", "FirstP", "MaxP", "ParadeAttn")
+RR_TOLERANCE = 0.1  # a fresh run on another CPU trains on other rounding: its RR may move this much
+
+
+def table(rr: dict, p: dict) -> pd.DataFrame:
+    return pd.DataFrame({"name": list(rr), "RR": list(rr.values()), "RR p-value": [p.get(n) for n in rr]})
+
+
+def test_conclusions_hold_and_fail_as_stated():
+    good = {"near": table({"FirstP": 0.8, "MaxP": 0.75, "ParadeAttn": 0.9}, {}),
+            "far": table({"FirstP": 0.55, "MaxP": 0.8, "ParadeAttn": 0.9}, {"MaxP": 0.001, "ParadeAttn": 0.0001})}
+    random_rr = {"near": 0.52, "far": 0.52}
+    assert all(conclusions(good, random_rr).values())
+    not_significant = {**good, "far": table({"FirstP": 0.55, "MaxP": 0.8, "ParadeAttn": 0.9},
+                                            {"MaxP": 0.2, "ParadeAttn": 0.0001})}
+    failed = [f for f, holds in conclusions(not_significant, random_rr).items() if not holds]
+    assert len(failed) == 1 and "MaxP" in failed[0]
+    firstp_learned_far = {**good, "far": table({"FirstP": 0.8, "MaxP": 0.9, "ParadeAttn": 0.9},
+                                               {"MaxP": 0.01, "ParadeAttn": 0.01})}
+    failed = [f for f, holds in conclusions(firstp_learned_far, random_rr).items() if not holds]
+    assert failed == ["far queries: FirstP, blind beyond token 512, stays within 0.15 of a random order"]
+    weak_near = {**good, "near": table({"FirstP": 0.8, "MaxP": 0.6, "ParadeAttn": 0.9}, {})}
+    assert not conclusions(weak_near, random_rr)["near queries: every model is at least 0.2 above a random order"]
+
+
+def test_expected_random_rr():
+    collection = make_collection(n_queries=4)
+    subset = collection.split("train")
+    qid = subset.topics["qid"].iloc[0]
+    docs = collection.qrels[collection.qrels["qid"] == qid]
+    run = pd.DataFrame({"qid": qid, "docno": docs["docno"]})  # all six documents, the answer among them
+    one = subset._subset(subset.topics["qid"] == qid)
+    assert abs(expected_random_rr(run, one) - sum(1 / k for k in range(1, 7)) / 6) < 1e-12
+    missed = run[~run["docno"].isin(set(docs.loc[docs["label"] == 1, "docno"]))]
+    assert expected_random_rr(missed, one) == 0.0
+
+
+def readme_tables() -> dict[str, dict[str, dict[str, float]]]:
+    """The README's demo results: ``{dtype: {system: {"near": rr, "far": rr}}}`` from the markdown
+    tables that follow ``<!-- demo-results: fp32 -->`` and ``<!-- demo-results: bf16 -->``."""
+    text = (ROOT / "README.md").read_text()
+    out = {}
+    for dtype in ("fp32", "bf16"):
+        marker = f"<!-- demo-results: {dtype} -->"
+        assert marker in text, f"README.md has no {marker} line before the demo's {dtype} results table"
+        rows = {}
+        for line in text.split(marker, 1)[1].strip().splitlines():
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            numbers = [re.match(r"[0-9.]+", c) for c in cells[1:3]]
+            if all(numbers):
+                rows[cells[0]] = {"near": float(numbers[0].group()), "far": float(numbers[1].group())}
+        out[dtype] = rows
+    return out
+
+
+def readme_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
+    """The conclusions the README draws, from its own table (p-values are not in it: RR only)."""
+    random_rr = rows["random order"]
+    return {"far: MaxP and ParadeAttn above FirstP": all(rows[m]["far"] > rows["FirstP"]["far"]
+                                                         for m in ("MaxP", "ParadeAttn")),
+            "far: FirstP near random": abs(rows["FirstP"]["far"] - random_rr["far"]) <= 0.15,
+            "near: every model 0.2 above random": all(rows[m]["near"] >= random_rr["near"] + 0.2
+                                                      for m in ("FirstP", "MaxP", "ParadeAttn"))}
+
+
+def test_readme_states_the_same_conclusions_in_fp32_and_bf16():
+    tables = readme_tables()
+    for dtype, rows in tables.items():
+        assert set(SYSTEMS) | {"random order"} <= set(rows), f"README's {dtype} table lacks systems: {sorted(rows)}"
+        failed = [c for c, holds in readme_conclusions(rows).items() if not holds]
+        assert not failed, f"README's {dtype} table contradicts the demo's conclusions: {failed}"
+
+
+def test_a_fresh_demo_run_matches_the_readme():
+    """CI runs ``pyterrier-longdoc demo`` in this clone before the tests: its ``demo-output/results.json``
+    must give the README's numbers for its dtype (within RR_TOLERANCE) and the demo's conclusions.
+    Without a run (the tests on their own) the README's tables are checked against each other:
+    fp32 and bf16 must agree within the same tolerance."""
+    tables = readme_tables()
+    results_path = ROOT / "demo-output" / "results.json"
+    if not results_path.exists():
+        for system in (*SYSTEMS, "random order"):
+            for split in ("near", "far"):
+                fp32, bf16 = tables["fp32"][system][split], tables["bf16"][system][split]
+                assert abs(fp32 - bf16) <= 2 * RR_TOLERANCE, f"{system} {split}: fp32 {fp32} vs bf16 {bf16}"
+        return
+    results = json.loads(results_path.read_text())
+    if results.get("quick"):
+        return  # a smoke run of the demo: nothing to compare
+    failed = [c for c, holds in results["conclusions"].items() if not holds]
+    assert not failed, f"the demo's run ({results['dtype']}) does not show: {failed}"
+    stated = tables[results["dtype"]]
+    for split in ("near", "far"):
+        got = {row["name"]: row["RR"] for row in results["tables"][split]}
+        got["random order"] = results["random_rr"][split]
+        for system in (*SYSTEMS, "random order"):
+            assert abs(got[system] - stated[system][split]) <= RR_TOLERANCE, (
+                f"{split} {system}: this run {got[system]:.3f}, README ({results['dtype']}) {stated[system][split]:.3f}")

@@ -3,6 +3,7 @@ from .best import BestResult, as_maxp, fit_best, segment_documents
 from .debias import PositionDebias, debias_positions, move_passage
 from .fit import fit
 from .losses import ListwiseSoftmaxLoss, MarginLoss
+from .passage import passage_triples, train_passage_ranker
 
 __all__ = ["fit", "MarginLoss", "ListwiseSoftmaxLoss", "fit_best", "BestResult", "segment_documents", "as_maxp",
-           "debias_positions", "PositionDebias", "move_passage"]
+           "debias_positions", "PositionDebias", "move_passage", "train_passage_ranker", "passage_triples"]

@@ -1,0 +1,483 @@
+"""Effectiveness of the CPU-scale recipe: a passage warm-up, then document-level ``fit``.
+
+    python benchmarks/effectiveness.py                    # FOLDOC FarRelevant + synthetic, 3 seeds
+    python benchmarks/effectiveness.py --quick            # tiny random BERT, seconds: a smoke run
+
+The recipe, from the packaged MiniLM (all-MiniLM-L6-v2, no ranking head):
+1. passage stage: ``train_passage_ranker`` (sentence-transformers' CrossEncoderTrainer, margin
+   loss) on (query, relevant passage, BM25 hard negative) triples of queries that are in no
+   document collection below;
+2. document stage: FirstP, MaxP and ParadeAttn start from that cross-encoder and are fitted
+   with ``model.fit`` on the training queries' candidates.
+Zero-shot MaxP and FirstP (the warm start, no document training) are evaluated too.
+
+Collections:
+(b) FOLDOC FarRelevant: definitional queries over the Free On-line Dictionary of Computing
+    (``pyterrier_longdoc.foldoc``), turned into documents by ``build_far_relevant``: the relevant
+    definition sits in the first 512 tokens (near queries) or after them (far queries); each
+    query's candidates are its document, BM25's top other documents and random ones.
+(a) the synthetic collection (``pyterrier_longdoc.synthetic.make_collection``), whose passage
+    stage uses its training topics' answer passages.
+
+Reported: RR of each system per split, the mean over seeds with a 95% confidence interval
+(t-interval over the queries of the seed-averaged per-query RR) and the range of the per-seed
+means; a random order (its expected RR, ``H(n) / n`` for n candidates) and BM25 over the same
+candidates. The targets of the recipe on (b) are checked and printed. Writes ``results.json``
+(every per-seed, per-query value) into ``--output``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import pandas as pd
+
+warnings.filterwarnings("ignore")
+
+MODELS = ("FirstP", "MaxP", "ParadeAttn")
+# CPU-scale sizes; --quick shrinks everything for a smoke run with a tiny random BERT.
+FULL = dict(
+    warmup_queries=400, warmup_steps=100, warmup_lr=1e-4, warmup_batch=8,
+    train_queries=60, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
+    fit=dict(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=10),
+    windows=dict(window=200, stride=150),
+    synthetic=dict(n_queries=80, test_fraction=0.5, doc_words=(600, 700), far_start=530),
+    synthetic_candidates=6,
+)
+QUICK = dict(
+    warmup_queries=16, warmup_steps=4, warmup_lr=1e-3, warmup_batch=4,
+    train_queries=8, test_queries=6, max_doc_tokens=720, retrieved=3, random=2,
+    fit=dict(epochs=1, lr=1e-4, head_lr=1e-3, warmup=0.1, queries_per_step=4, negatives=1, top_k=6),
+    windows=dict(window=200, stride=150),
+    synthetic=dict(n_queries=16, test_fraction=0.5, doc_words=(600, 700), far_start=530),
+    synthetic_candidates=4,
+)
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--collections", default="foldoc,synthetic", help="comma-separated: foldoc, synthetic")
+    parser.add_argument("--output", default="effectiveness-output", help="folder for models, indexes, results.json")
+    parser.add_argument("--quick", action="store_true", help="tiny random BERT, tiny sizes: a smoke run")
+    parser.add_argument("--backbone", default=None, help="default: the packaged MiniLM")
+    parser.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
+                        help="default: bf16 on CPUs with native bf16, else fp32")
+    parser.add_argument("--foldoc", default=None, help="path of foldoc.dict.dz (default: Debian's dict-foldoc)")
+    parser.add_argument("--shared-passage-stage", action="store_true",
+                        help="one passage stage (seed 0) shared by every seed's document stage: faster, and the "
+                             "intervals then leave out the passage stage's variance")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    started = time.time()
+    import torch
+
+    from pyterrier_longdoc._runtime import native_bf16_cpu
+
+    sizes = QUICK if args.quick else FULL
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
+    dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
+    seeds = list(range(args.seeds))
+    print(f"# Effectiveness of the passage-then-document recipe\n\nbackbone {backbone}, dtype {dtype}, "
+          f"seeds {seeds}, torch threads {torch.get_num_threads()}", flush=True)
+
+    results = {"machine": machine(), "dtype": dtype, "seeds": seeds, "sizes": _jsonable(sizes), "collections": {}}
+    for name in args.collections.split(","):
+        build = {"foldoc": foldoc_benchmark, "synthetic": synthetic_benchmark}.get(name.strip())
+        if build is None:
+            raise SystemExit(f"unknown collection {name!r}; use foldoc and/or synthetic")
+        results["collections"][name] = build(args, sizes, backbone, dtype, seeds, output)
+        (output / "results.json").write_text(json.dumps(results, indent=1))
+
+    minutes = (time.time() - started) / 60
+    results["minutes"] = minutes
+    (output / "results.json").write_text(json.dumps(results, indent=1))
+    print(f"\nMachine: {results['machine']}; the whole benchmark took {minutes:.1f} min.")
+    failed = [t for c in results["collections"].values() for t in c.get("targets", []) if not t["passed"]]
+    return 1 if failed and not args.quick else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the recipe
+
+
+def warm_up(backbone: str, triples: pd.DataFrame, directory: Path, sizes: dict, seed: int) -> tuple[str, float]:
+    """The passage stage; returns the CrossEncoder folder and the minutes it took."""
+    from pyterrier_longdoc.training.passage import train_passage_ranker
+
+    options = dict(steps=sizes["warmup_steps"], lr=sizes["warmup_lr"], batch_size=sizes["warmup_batch"],
+                   max_length=256, seed=seed)
+    stamp = {"backbone": str(backbone), "triples": len(triples), **options}
+    record = Path(directory) / "passage-stage.json"
+    if record.exists() and json.loads(record.read_text())["stamp"] == stamp:  # a resumed benchmark
+        print(f"(passage stage of seed {seed} reused from {directory})")
+        return str(directory), json.loads(record.read_text())["minutes"]
+    started = time.time()
+    path = train_passage_ranker(backbone, triples, directory, **options)
+    minutes = (time.time() - started) / 60
+    record.write_text(json.dumps({"stamp": stamp, "minutes": minutes}))
+    return path, minutes
+
+
+def document_stage(cls, warm_start: str, train: dict, sizes: dict, dtype: str, seed: int, fit: bool = True):
+    """A model of class ``cls`` over the warm start, fitted on ``train`` unless ``fit`` is False."""
+    import torch
+
+    torch.manual_seed(seed)  # a fresh head is drawn at construction
+    settings = sizes["windows"] if cls.__name__ != "FirstP" else {}
+    model = cls(warm_start, dtype=dtype, batch_size=16, max_doc_tokens=sizes["max_doc_tokens"], **settings)
+    if fit:
+        model.fit(train["topics"], train["qrels"], train["candidates"], **{**sizes["fit"], "seed": seed})
+    return model
+
+
+def run_recipe(backbone: str, warmup_triples: pd.DataFrame, train: dict, tests: dict[str, pd.DataFrame], sizes: dict,
+               dtype: str, seeds: list[int], output: Path, shared: bool = False,
+               progress=None) -> tuple[dict, dict]:
+    """Per-query RR of every system, seed and split: ``{system: {split: {seed: {qid: rr}}}}``;
+    and the minutes each stage took per seed."""
+    from pyterrier_longdoc import FirstP, MaxP, ParadeAttn
+
+    classes = {"FirstP": FirstP, "MaxP": MaxP, "ParadeAttn": ParadeAttn}
+    scores: dict = {}
+    minutes: dict = {}
+    for seed in seeds:
+        if not shared or seed == seeds[0]:
+            warm_start, took = warm_up(backbone, warmup_triples, output / f"passage-seed{seed}", sizes, seed)
+            minutes.setdefault("passage stage", []).append(took)
+            print(f"seed {seed}: passage stage {took:.1f} min", flush=True)
+        zero_shot = [("zero-shot FirstP", FirstP, False), ("zero-shot MaxP", MaxP, False)]
+        if not keeps_head(warm_start):
+            if seed == seeds[0]:
+                print("(no zero-shot rows: this version of the library does not keep a CrossEncoder's head)")
+            zero_shot = []
+        for label, cls, fit in [*zero_shot, *[(name, classes[name], True) for name in MODELS]]:
+            started = time.time()
+            model = document_stage(cls, warm_start, train, sizes, dtype, seed, fit=fit)
+            if fit:
+                minutes.setdefault(f"fit {label}", []).append((time.time() - started) / 60)
+            for split, candidates in tests.items():
+                scores.setdefault(label, {}).setdefault(split, {})[seed] = reciprocal_ranks(model(candidates))
+            print(f"seed {seed}: {label} {time.time() - started:.0f} s  " + "  ".join(
+                f"{split} RR {np.mean(list(scores[label][split][seed].values())):.3f}" for split in tests), flush=True)
+            del model
+        if progress is not None:  # results so far, in case the run is cut short
+            progress(scores, minutes)
+    return scores, minutes
+
+
+def keeps_head(cross_encoder: str) -> bool:
+    """Whether MaxP over a CrossEncoder folder scores a short pair as the CrossEncoder does
+    (a library version that keeps the trained head), rather than with a fresh random head."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from pyterrier_longdoc import MaxP
+
+    pair = ("what is a compiler", "a program that translates source code into machine code")
+    expected = float(CrossEncoder(cross_encoder).predict([pair], activation_fn=torch.nn.Identity())[0])
+    model = MaxP(cross_encoder, dtype="fp32")
+    frame = pd.DataFrame({"qid": ["q"], "query": [pair[0]], "docno": ["d"], "text": [pair[1]]})
+    return abs(float(model(frame)["score"].iloc[0]) - expected) < 1e-3
+
+
+def reciprocal_ranks(run: pd.DataFrame) -> dict[str, float]:
+    """RR of the first relevant candidate per query (``label`` column), ties broken by input order."""
+    ranked = run.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    out = {}
+    for qid, group in ranked.groupby("qid", sort=False):
+        hits = np.flatnonzero(group["label"].to_numpy() > 0)
+        out[str(qid)] = 1.0 / (hits[0] + 1) if len(hits) else 0.0
+    return out
+
+
+def random_rr(candidates: pd.DataFrame) -> dict[str, float]:
+    """The expected RR of a random order: for one relevant among n candidates, H(n) / n."""
+    out = {}
+    for qid, group in candidates.groupby("qid"):
+        n, relevant = len(group), int((group["label"] > 0).sum())
+        if not relevant:  # the first stage missed it
+            out[str(qid)] = 0.0
+            continue
+        # expected 1 / (rank of the first of r relevant among n): sum over k of P(first at k) / k
+        probabilities = [_first_at(k, n, relevant) for k in range(1, n - relevant + 2)]
+        out[str(qid)] = float(sum(p / k for k, p in enumerate(probabilities, 1)))
+    return out
+
+
+def _first_at(k: int, n: int, r: int) -> float:
+    from math import comb
+
+    return comb(n - k, r - 1) / comb(n, r)
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) FOLDOC FarRelevant
+
+
+def foldoc_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> dict:
+    from pyterrier_longdoc.diagnostics import build_far_relevant
+    from pyterrier_longdoc.foldoc import foldoc_task
+
+    started = time.time()
+    task = foldoc_task(args.foldoc or _foldoc_default(), vocabulary=backbone)
+    known = task.queries[task.queries["known"]].sample(frac=1.0, random_state=0)
+    other = task.queries[~task.queries["known"]].sample(frac=1.0, random_state=0)
+    n_train, n_test = sizes["train_queries"], sizes["test_queries"]
+    if len(known) < n_train + 2 * n_test:
+        raise SystemExit(f"FOLDOC has {len(known)} eligible queries, fewer than the {n_train + 2 * n_test} needed")
+    groups = {"near": pd.concat([known.iloc[:n_train // 2], known.iloc[n_train:n_train + n_test]]),
+              "far": pd.concat([known.iloc[n_train // 2:n_train], known.iloc[n_train + n_test:n_train + 2 * n_test]])}
+    train_qids = set(known.iloc[:n_train]["qid"])
+
+    collections = {}
+    for variant, queries in groups.items():
+        retriever = _PisaRetriever(output / f"foldoc-{variant}-index")
+        collections[variant] = build_far_relevant(
+            task.passages, queries[["qid", "query"]], task.qrels, tokenizer=backbone, variant=variant,
+            max_doc_tokens=sizes["max_doc_tokens"], negatives=sizes["random"], retriever=retriever,
+            retrieved_negatives=sizes["retrieved"], seed=0)
+        collections[variant].candidates = _with_bm25(collections[variant].candidates, retriever.bm25)
+    candidates = pd.concat([c.candidates for c in collections.values()], ignore_index=True)
+    documents = pd.concat([c.documents for c in collections.values()], ignore_index=True)
+    tests = {variant: c.candidates[~c.candidates["qid"].isin(train_qids)].reset_index(drop=True)
+             for variant, c in collections.items()}
+    train_candidates = candidates[candidates["qid"].isin(train_qids)]
+    train = {"topics": train_candidates[["qid", "query"]].drop_duplicates().reset_index(drop=True),
+             "qrels": train_candidates[["qid", "docno", "label"]].reset_index(drop=True),
+             "candidates": train_candidates.reset_index(drop=True)}
+
+    # the passage stage trains on queries no document collection holds (unused known terms last)
+    unused = pd.concat([other, known.iloc[n_train + 2 * n_test:]])
+    warmup_topics = unused.iloc[:sizes["warmup_queries"]][["qid", "query"]]
+    warmup_triples = _foldoc_warmup_triples(task, warmup_topics, output / "foldoc-passage-index", seed=0)
+    tokens = [c.positions["doc_tokens"] for c in collections.values()]
+    description = (f"FOLDOC FarRelevant: {len(documents)} documents of {int(min(t.min() for t in tokens))}-"
+                   f"{int(max(t.max() for t in tokens))} tokens (relevant passage in the first 512 tokens: near, "
+                   f"after them: far); {len(train['topics'])} training queries (half near, half far), "
+                   + ", ".join(f"{len(t['qid'].unique())} {v} test queries" for v, t in tests.items())
+                   + f", {candidates.groupby('qid').size().max()} candidates per query "
+                   f"(the document, {sizes['retrieved']} BM25, {sizes['random']} random); passage stage on "
+                   f"{len(warmup_triples)} triples of {len(warmup_topics)} other FOLDOC queries "
+                   f"(built in {time.time() - started:.0f} s)")
+    print(f"\n## (b) {description}", flush=True)
+    def progress(scores, minutes):
+        partial = summarise(scores, tests, minutes, description)
+        (output / "foldoc-partial.json").write_text(json.dumps(partial, indent=1))
+        print(markdown(partial), flush=True)
+
+    scores, minutes = run_recipe(backbone, warmup_triples, train, tests, sizes, dtype, seeds, output / "foldoc",
+                                 args.shared_passage_stage, progress)
+    result = summarise(scores, tests, minutes, description)
+    result["targets"] = check_targets(result["table"])
+    _print(result)
+    return result
+
+
+def _foldoc_warmup_triples(task, topics: pd.DataFrame, index_dir: Path, seed: int) -> pd.DataFrame:
+    """(query, definition, BM25 hard negative) triples for the passage stage."""
+    from pyterrier_longdoc.training.passage import passage_triples
+
+    retriever = _PisaRetriever(index_dir)
+    bm25 = retriever(task.passages)
+    run = bm25(topics)
+    return passage_triples(topics, task.qrels, task.passages, run, negatives_per_query=1, top_k=20, seed=seed)
+
+
+class _PisaRetriever:
+    """``documents -> BM25 over them`` (PISA), kept for scoring the candidates afterwards."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.bm25 = None
+
+    def __call__(self, documents: pd.DataFrame):
+        from pyterrier_pisa import PisaIndex
+
+        from pyterrier_longdoc.demo import _native_output_silenced
+
+        index = PisaIndex(str(self.directory), text_field="text", overwrite=True)
+        with _native_output_silenced():
+            index.index(documents[["docno", "text"]].to_dict("records"))
+            self.bm25 = index.bm25(num_results=1000)
+        return self.bm25
+
+
+def _with_bm25(candidates: pd.DataFrame, bm25) -> pd.DataFrame:
+    """The candidates with BM25's score (the lowest score minus 1 where BM25 did not retrieve one)."""
+    run = bm25(candidates[["qid", "query"]].drop_duplicates())
+    merged = candidates.merge(run[["qid", "docno", "score"]], on=["qid", "docno"], how="left")
+    floor = merged["score"].min() - 1 if merged["score"].notna().any() else 0.0
+    return merged.assign(score=merged["score"].fillna(floor))
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) the synthetic collection
+
+
+def synthetic_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> dict:
+    from pyterrier_longdoc.demo import bm25_over
+    from pyterrier_longdoc.synthetic import make_collection, passage_triples
+
+    collection = make_collection(**sizes["synthetic"])
+    train, test = collection.split("train"), collection.split("test")
+    bm25 = bm25_over(collection, output / "synthetic-index")
+    first_stage = bm25 % sizes["synthetic_candidates"] >> collection.get_text()
+    train_candidates = first_stage(train.topics[["qid", "query"]])
+    labels = collection.qrels.set_index(["qid", "docno"])["label"]
+
+    def labelled(frame):
+        keys = list(zip(frame["qid"], frame["docno"]))
+        return frame.assign(label=[int(labels.get(k, 0)) for k in keys])
+
+    tests = {}
+    for split, subset in (("near", test.near()), ("far", test.far())):
+        run = first_stage(subset.topics[["qid", "query"]])
+        tests[split] = labelled(run)
+    fit_data = {"topics": train.topics[["qid", "query"]], "qrels": train.qrels, "candidates": train_candidates}
+    triples = passage_triples(train, negatives_per_query=4, seed=0)
+    description = (f"synthetic collection: {len(collection.docs)} documents, {len(train.topics)} training queries, "
+                   + ", ".join(f"{t['qid'].nunique()} {s} test queries" for s, t in tests.items())
+                   + f", BM25's top {sizes['synthetic_candidates']} candidates; passage stage on {len(triples)} "
+                   "triples of the training queries' answer passages")
+    print(f"\n## (a) {description}", flush=True)
+    synthetic_sizes = {**sizes, "max_doc_tokens": 1431}
+    scores, minutes = run_recipe(backbone, triples, fit_data, tests, synthetic_sizes, dtype, seeds,
+                                 output / "synthetic", args.shared_passage_stage)
+    result = summarise(scores, tests, minutes, description)
+    _print(result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# tables and targets
+
+
+def summarise(scores: dict, tests: dict[str, pd.DataFrame], minutes: dict, description: str) -> dict:
+    """Mean, 95% CI and seed range per system and split, with the random order and BM25."""
+    from scipy import stats
+
+    baselines = {"random order": {s: {0: random_rr(c)} for s, c in tests.items()},
+                 "BM25": {s: {0: reciprocal_ranks(c.assign(score=c["score"]))} for s, c in tests.items()}}
+    table = {}
+    for system, by_split in {**baselines, **scores}.items():
+        for split, by_seed in by_split.items():
+            per_query = pd.DataFrame(by_seed).mean(axis=1)  # seed-averaged per-query RR
+            means = [float(np.mean(list(v.values()))) for v in by_seed.values()]
+            half = float(stats.t.ppf(0.975, len(per_query) - 1) * per_query.std(ddof=1) / np.sqrt(len(per_query))) \
+                if len(per_query) > 1 else float("nan")
+            table.setdefault(system, {})[split] = {"mean": float(per_query.mean()), "ci95": half,
+                                                    "seed_min": min(means), "seed_max": max(means),
+                                                    "queries": int(len(per_query))}
+    return {"description": description, "table": table, "per_query": _jsonable(scores),
+            "minutes": {k: [round(x, 2) for x in v] for k, v in minutes.items()}}
+
+
+def check_targets(table: dict) -> list[dict]:
+    """The recipe's targets on the FarRelevant collection."""
+    far, near = ({s: table[s][split]["mean"] for s in table} for split in ("far", "near"))
+    targets = [
+        ("far: MaxP RR >= 2 x FirstP RR", far["MaxP"] >= 2 * far["FirstP"], f"{far['MaxP']:.3f} vs {far['FirstP']:.3f}"),
+        ("far: ParadeAttn RR >= 2 x FirstP RR", far["ParadeAttn"] >= 2 * far["FirstP"],
+         f"{far['ParadeAttn']:.3f} vs {far['FirstP']:.3f}"),
+        ("far: |FirstP - random| <= 0.1", abs(far["FirstP"] - far["random order"]) <= 0.1,
+         f"{far['FirstP']:.3f} vs {far['random order']:.3f}"),
+    ]
+    targets += [(f"near: {m} >= random + 0.3", near[m] >= near["random order"] + 0.3,
+                 f"{near[m]:.3f} vs {near['random order']:.3f}") for m in MODELS]
+    targets += [(f"{split}: {m} vs BM25", None, f"{table[m][split]['mean']:.3f} vs {table['BM25'][split]['mean']:.3f}")
+                for split in ("near", "far") for m in MODELS]
+    return [{"target": t, "passed": bool(p) if p is not None else None, "values": v} for t, p, v in targets]
+
+
+def markdown(result: dict) -> str:
+    splits = list(next(iter(result["table"].values())))
+    lines = ["| system | " + " | ".join(f"RR {s} (95% CI) [seed range]" for s in splits) + " |",
+             "|---|" + "---|" * len(splits)]
+    for system, by_split in result["table"].items():
+        cells = []
+        for split in splits:
+            cell = by_split[split]
+            ranged = f" [{cell['seed_min']:.3f}-{cell['seed_max']:.3f}]" if cell["seed_min"] != cell["seed_max"] else ""
+            cells.append(f"{cell['mean']:.3f} ± {cell['ci95']:.3f}{ranged}")
+        lines.append(f"| {system} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _print(result: dict) -> None:
+    print("\n" + markdown(result))
+    print("\nMinutes per seed: " + "; ".join(f"{k} {', '.join(f'{x:.1f}' for x in v)}"
+                                            for k, v in result["minutes"].items()))
+    recipe = [a + b for a, b in zip(result["minutes"].get("passage stage", []), result["minutes"].get("fit MaxP", []))]
+    if recipe:
+        print(f"Recipe (passage stage + fit of MaxP): {max(recipe):.1f} min at most (limit 15)")
+    for target in result.get("targets", []):
+        mark = {True: "PASS", False: "FAIL", None: "info"}[target["passed"]]
+        print(f"- {mark} {target['target']}: {target['values']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, python {platform.python_version()}"
+
+
+def _minilm() -> str:
+    from pyterrier_longdoc.demo import packaged_minilm
+
+    return packaged_minilm()
+
+
+def _tiny_backbone(output: Path) -> str:
+    from _common import write_tiny_bert
+
+    return str(write_tiny_bert(output / "tiny-bert"))
+
+
+def _foldoc_default() -> str:
+    from pyterrier_longdoc.foldoc import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

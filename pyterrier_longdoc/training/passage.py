@@ -1,0 +1,298 @@
+"""The passage stage: the cross-encoder that long-document models start from.
+
+The papers never train a long-document ranker from a raw encoder: PARADE (Li et al., 2020)
+starts from a BERT fine-tuned on MS MARCO passages, and the leaderboard study (Boytsov et al.,
+2022/2024) trains every model from a passage-trained checkpoint. ``train_passage_ranker`` is
+that first stage, done by sentence-transformers' own ``CrossEncoder`` + ``CrossEncoderTrainer``;
+it writes a standard CrossEncoder folder that ``sentence_transformers.CrossEncoder(folder)``,
+``AutoModelForSequenceClassification`` and this library's models load as their backbone.
+
+On a GPU, the papers' passage data comes from ``ir_datasets`` (passages, queries, qrels and
+BM25 candidates as frames, or the official triples)::
+
+    import ir_datasets
+    triples = ir_datasets.load("msmarco-passage/train/triples-small")   # (query, positive, negative) ids
+    judged = ir_datasets.load("msmarco-passage/train/judged")           # queries with passage qrels
+    # pt.get_dataset("irds:msmarco-passage/train/judged") gives topics / qrels frames for PyTerrier
+
+and the papers' budget is about 100k-300k steps of 32 triples at a rate of 1e-5 to 3e-5. On a CPU,
+a few hundred triples and a larger rate (1e-4) already give a usable ranker (see
+``benchmarks/effectiveness.py``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+__all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
+
+LOSSES = ("margin", "mnrl")
+
+
+def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str | os.PathLike = "passage-ranker", *,
+                         topics: pd.DataFrame | None = None, qrels: pd.DataFrame | None = None,
+                         passages: pd.DataFrame | None = None, candidates: pd.DataFrame | None = None,
+                         steps: int | None = None, epochs: int = 1, lr: float = 1e-4, batch_size: int = 8,
+                         warmup: float = 0.1, loss: str = "margin", negatives_per_query: int = 1, top_k: int = 20,
+                         max_length: int = 256, seed: int = 42, bf16: bool | None = None,
+                         verbose: bool = False) -> str:
+    """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
+
+    Args:
+        backbone: a HuggingFace encoder, a sentence-transformers model or a CrossEncoder folder
+            (``pyterrier_longdoc.demo.packaged_minilm()`` offline). A plain encoder gets a fresh
+            one-logit head.
+        data: (query, positive passage, negative passage) triples: an iterable of 3-tuples or a
+            frame with columns ``query, positive, negative``. Optional when the frames are given;
+            both are used when both are given.
+        topics, qrels, passages, candidates: PyTerrier frames ``qid, query`` / ``qid, docno,
+            label`` / ``docno, text`` / ``qid, docno`` with ``rank`` or ``score`` (e.g. BM25's
+            run on the topics). Every relevant passage (``label > 0``) of a topic gives
+            ``negatives_per_query`` triples whose negatives are drawn from the topic's ``top_k``
+            non-relevant candidates (hard negatives); without ``candidates``, or for a topic none
+            of whose candidates is a non-relevant passage, from all the passages at random.
+        steps: optimiser steps; default ``epochs`` passes over the triples.
+        lr: the papers use 1e-5 to 3e-5 over 100k+ steps; a few hundred CPU steps need ~1e-4
+            (measured: MiniLM at 3e-5 learns nothing in 120 steps of 8, at 1e-4 a usable ranker).
+        batch_size: triples per optimiser step.
+        warmup: fraction of the steps with a linearly rising rate (then linear decay, the
+            Trainer's default schedule).
+        loss: ``"margin"`` (hinge on ``score(positive) - score(negative)`` with margin 1, as the
+            papers' document training and ``fit``) or ``"mnrl"`` (sentence-transformers'
+            MultipleNegativesRankingLoss: softmax over the positive, the hard negative and the
+            batch's other passages).
+        max_length: tokens of query + passage.
+        seed: sampling of negatives, the head's initialisation and the data order.
+        bf16: mixed precision; default on CPUs with native bf16 and on CUDA GPUs that have it.
+
+    Returns the path of the saved folder (``output_dir``), loadable with
+    ``sentence_transformers.CrossEncoder``.
+    """
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("negatives_per_query", negatives_per_query),
+                        ("top_k", top_k), ("max_length", max_length)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if steps is not None and (not isinstance(steps, (int, np.integer)) or steps < 1):
+        raise ValueError(f"steps must be a positive integer or None, got {steps!r}")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
+    triples = _triples(data)
+    frames = (topics, qrels, passages)
+    if any(f is not None for f in (*frames, candidates)):
+        if any(f is None for f in frames):
+            raise ValueError("training from frames needs topics, qrels and passages (candidates are optional)")
+        triples = pd.concat([triples, passage_triples(topics, qrels, passages, candidates,
+                                                      negatives_per_query=negatives_per_query, top_k=top_k,
+                                                      seed=seed)], ignore_index=True)
+    if triples.empty:
+        raise ValueError("no training triples: give data=(query, positive, negative) triples, or topics, qrels and "
+                         "passages with at least one relevant passage")
+    if bf16 is None:
+        bf16 = _native_bf16()
+
+    torch.manual_seed(seed)  # the fresh head's weights
+    with _quiet_loading(verbose):  # the "classifier MISSING" report: a new head is what this stage trains
+        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length, device=_device())
+    total_steps = steps or epochs * -(-len(triples) // batch_size)
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(Path(output_dir) / "trainer"), max_steps=steps or -1, num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size, learning_rate=lr, warmup_steps=int(warmup * total_steps),
+        weight_decay=0.0,
+        seed=seed, data_seed=seed, bf16=bool(bf16), save_strategy="no", report_to="none",
+        logging_strategy="steps" if verbose else "no", logging_steps=max(1, total_steps // 10),
+        disable_tqdm=not verbose, dataloader_drop_last=False,
+        use_cpu=_device() == "cpu")
+    dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
+    trainer.train()
+    output_dir = Path(output_dir)
+    model.save_pretrained(str(output_dir))
+    _remove_trainer_dir(output_dir / "trainer")
+    return str(output_dir)
+
+
+def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.DataFrame,
+                    candidates: pd.DataFrame | None = None, *, negatives_per_query: int = 1, top_k: int = 20,
+                    seed: int = 42) -> pd.DataFrame:
+    """(query, positive, negative) triples from PyTerrier frames (see ``train_passage_ranker``):
+    a frame ``qid, query, positive, negative``."""
+    topics = _columns(topics, ["qid", "query"], "topics")
+    qrels = _columns(qrels, ["qid", "docno", "label"], "qrels")
+    passages = _columns(passages, ["docno", "text"], "passages")
+    _check_labels(qrels)
+    duplicated = passages["docno"].duplicated(keep=False)
+    if duplicated.any():
+        raise ValueError(f"passages has duplicate docnos in rows {_rows(duplicated)}: "
+                         f"{sorted(set(passages.loc[duplicated, 'docno']))[:5]}")
+    text = dict(zip(passages["docno"], passages["text"]))
+    unknown = ~qrels["docno"].isin(text.keys()) & (qrels["label"] > 0)
+    if unknown.any():
+        raise ValueError(f"qrels rows {_rows(unknown)} name relevant passages that are not in passages: "
+                         f"{qrels.loc[unknown, 'docno'].tolist()[:5]}")
+    pools = _candidate_pools(candidates, top_k) if candidates is not None else {}
+    relevant = qrels[qrels["label"] > 0].groupby("qid")["docno"].apply(set).to_dict()
+    everything = passages["docno"].to_numpy()
+    rows = []
+    for qid, query in zip(topics["qid"], topics["query"]):
+        positives = relevant.get(qid)
+        if not positives:
+            continue
+        rng = np.random.default_rng([seed, *map(ord, qid)])
+        hard = [d for d in pools.get(qid, []) if d not in positives and d in text]
+        for positive in sorted(positives):
+            for _ in range(negatives_per_query):
+                negative = hard[int(rng.integers(len(hard)))] if hard else None
+                while negative is None or negative in positives:  # a random passage; never a relevant one
+                    negative = everything[int(rng.integers(len(everything)))]
+                rows.append((qid, query, text[positive], text[negative]))
+    return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
+
+
+class MarginLoss(torch.nn.Module):
+    """Hinge on ``score(query, positive) - score(query, negative)`` with margin 1, averaged over the
+    batch: the pairwise loss of the papers' training, for sentence-transformers' trainer."""
+
+    def __init__(self, model, margin: float = 1.0):
+        super().__init__()
+        self.model = model
+        self.margin = margin
+
+    def _scores(self, queries: list[str], passages: list[str]) -> torch.Tensor:
+        from sentence_transformers.util import batch_to_device
+
+        inputs = batch_to_device(self.model.preprocess(list(zip(queries, passages))), self.model.device)
+        return self.model(inputs)["scores"].view(-1)
+
+    def forward(self, inputs: list[list[str]], labels=None, prompt=None, task=None) -> torch.Tensor:
+        queries, positives, negatives = inputs[0], inputs[1], inputs[2]
+        scores = self._scores(queries + queries, positives + negatives).float()
+        difference = scores[:len(queries)] - scores[len(queries):]
+        return torch.relu(self.margin - difference).mean()
+
+    def get_config_dict(self) -> dict:
+        return {"margin": self.margin}
+
+
+def _loss(model, name: str) -> torch.nn.Module:
+    if name == "margin":
+        return MarginLoss(model)
+    from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
+
+    return MultipleNegativesRankingLoss(model)
+
+
+def _triples(data) -> pd.DataFrame:
+    columns = ["query", "positive", "negative"]
+    if data is None:
+        return pd.DataFrame(columns=["qid", *columns])
+    if isinstance(data, pd.DataFrame):
+        missing = [c for c in columns if c not in data.columns]
+        if missing:
+            raise ValueError(f"triples need columns {columns}; missing {missing} (got {list(data.columns)})")
+        frame = data[columns].reset_index(drop=True)
+    else:
+        if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+            raise ValueError(f"data must be (query, positive, negative) triples or a frame of them, got {type(data)}")
+        rows = list(data)
+        bad = [i for i, row in enumerate(rows) if isinstance(row, str) or not hasattr(row, "__len__") or len(row) != 3]
+        if bad:
+            raise ValueError(f"triples rows {bad[:10]} are not (query, positive, negative) 3-tuples: {rows[bad[0]]!r}")
+        frame = pd.DataFrame(rows, columns=columns)
+    empty = frame.isna().any(axis=1) | (frame.astype(str).apply(lambda c: c.str.strip()) == "").any(axis=1)
+    if empty.any():
+        raise ValueError(f"triples rows {_rows(empty)} have an empty or missing query, positive or negative")
+    frame = frame.astype(str)
+    same = frame["positive"] == frame["negative"]
+    if same.any():
+        raise ValueError(f"triples rows {_rows(same)} have the same text as positive and negative")
+    return frame.assign(qid="")
+
+
+def _columns(frame: pd.DataFrame, columns: list[str], name: str) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{name} must be a DataFrame with columns {columns}, got {type(frame)}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} needs columns {columns}; missing {missing}")
+    out = frame[columns].reset_index(drop=True).copy()
+    for column in columns:
+        if column != "label":
+            out[column] = out[column].astype(str)
+    return out
+
+
+def _check_labels(qrels: pd.DataFrame) -> None:
+    labels = pd.to_numeric(qrels["label"], errors="coerce")
+    bad = labels.isna()
+    if bad.any():
+        raise ValueError(f"qrels rows {_rows(bad)} have non-numeric labels: {qrels.loc[bad, 'label'].tolist()[:5]}")
+    qrels["label"] = labels
+
+
+def _candidate_pools(candidates: pd.DataFrame, top_k: int) -> dict[str, list[str]]:
+    if not isinstance(candidates, pd.DataFrame) or not {"qid", "docno"} <= set(candidates.columns):
+        raise ValueError("candidates must be a frame with columns qid, docno and rank or score")
+    if "rank" in candidates.columns:
+        ordered = candidates.sort_values(["qid", "rank"], kind="stable")
+    elif "score" in candidates.columns:
+        ordered = candidates.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    else:
+        raise ValueError(f"candidates need a rank or a score column to find the top {top_k}; got {list(candidates.columns)}")
+    ordered = ordered.assign(qid=ordered["qid"].astype(str), docno=ordered["docno"].astype(str))
+    return {qid: group["docno"].head(top_k).tolist() for qid, group in ordered.groupby("qid", sort=False)}
+
+
+def _rows(mask: pd.Series) -> list[int]:
+    rows = np.flatnonzero(mask.to_numpy()).tolist()
+    return rows[:10] + (["..."] if len(rows) > 10 else [])
+
+
+@contextlib.contextmanager
+def _quiet_loading(verbose: bool):
+    from transformers.utils import logging as hf_logging
+
+    import logging
+
+    st_logger = logging.getLogger("sentence_transformers")
+    levels = hf_logging.get_verbosity(), st_logger.level
+    if not verbose:
+        hf_logging.set_verbosity_error()
+        st_logger.setLevel(logging.ERROR)  # "Converting SentenceTransformer model ... to CrossEncoder"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore" if not verbose else "default")
+            yield
+    finally:
+        hf_logging.set_verbosity(levels[0])
+        st_logger.setLevel(levels[1])
+
+
+def _device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _native_bf16() -> bool:
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported()
+    from .._runtime import native_bf16_cpu
+
+    return native_bf16_cpu()
+
+
+def _remove_trainer_dir(path: Path) -> None:
+    import shutil
+
+    if path.exists() and not any(p.name.startswith("checkpoint") for p in path.iterdir()):
+        shutil.rmtree(path, ignore_errors=True)

