@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,7 +55,6 @@ def parse(argv=None):
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--min-tokens", type=int, default=200, help=argparse.SUPPRESS)
     parser.add_argument("--max-tokens", type=int, default=600, help=argparse.SUPPRESS)
-    parser.add_argument("--simulate-fixes", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -86,15 +84,11 @@ def main(argv=None) -> int:
     maxp = MaxP(path, batch_size=bs)
     firstp = FirstP(path, batch_size=bs)
     firstp.model.load_state_dict(maxp.model.state_dict())  # the same encoder and head
-    cls_only = MaxP(path, batch_size=bs)  # row 1c: an engine change, simulated
-    cls_only.model.load_state_dict(maxp.model.state_dict())
-    try:
-        cls_only.model.encoder = C.cls_only_last_layer(cls_only.model.encoder)
-    except Exception:  # noqa: BLE001 - not a BERT layout: row 1c is left out
-        cls_only = None
-    for model in (maxp, firstp, cls_only):
-        if model is not None:
-            C.instrument(model)
+    full_path = MaxP(path, batch_size=bs)  # row 1c: the engine without its [CLS]-only last layer
+    full_path.model.load_state_dict(maxp.model.state_dict())
+    full_path.model.cls_only_last_layer = False
+    for model in (maxp, firstp, full_path):
+        C.instrument(model)
     words = C.single_token_words(maxp.model.tokenizer)
     if args.quick:
         frame_a = C.make_corpus(words, n_queries=2, docs_per_query=3, seed=1)
@@ -124,23 +118,22 @@ def main(argv=None) -> int:
         "firstp": rec.side("firstp", lambda: C.score_fresh(firstp, frame_a)),
         "probe": lambda: probes.append(C.matmul_gflops(probe_shapes)),
     }
-    if cls_only is not None:
-        sides["cls_only"] = rec.side("cls_only", lambda: C.score_fresh(cls_only, frame_a))
-        C.score_fresh(cls_only, frame_a[:1])
+    sides["full_path"] = rec.side("full_path", lambda: C.score_fresh(full_path, frame_a))
+    C.score_fresh(full_path, frame_a[:1])
     C.score_fresh(maxp, frame_a[:1]), C.score_fresh(firstp, frame_a[:1]), ce.predict(ce_pairs[:2], batch_size=bs)
     C.interleaved(sides, reps)
     ours, cross, first = (rec.median_stats(n) for n in ("ours", "crossencoder", "firstp"))
     speedup = C.paired_ratio(rec, "crossencoder", "ours")
     diff = float(np.abs(rec.results["ours"] - rec.results["crossencoder"]).max())
-    results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs",
-                    f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
+    at_cls = "last layer at [CLS] only" if maxp.model.cls_only_last_layer else "full last layer: not a BERT layout"
+    results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs "
+                          f"({at_cls})", f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
     results.append(["1b", f"max abs score diff vs CrossEncoder (fp32; identical input ids: {same_ids})",
                     f"{diff:.1e}", "<= 1e-5", diff <= 1e-5])
-    if cls_only is not None:
-        cls_speedup = C.paired_ratio(rec, "crossencoder", "cls_only")
-        cls_diff = float(np.abs(rec.results["cls_only"] - rec.results["crossencoder"]).max())
-        results.append(["1c", f"  diagnosis: same, last layer on [CLS] only (simulated; abs score diff "
-                               f"{cls_diff:.0e})", f"{cls_speedup:.2f}x", ">= 1.3x", "-"])
+    full_speedup = C.paired_ratio(rec, "crossencoder", "full_path")
+    full_diff = float(np.abs(rec.results["full_path"] - rec.results["crossencoder"]).max())
+    results.append(["1c", f"  diagnosis: same, engine's full last layer (cls_only_last_layer=False; abs score diff "
+                           f"{full_diff:.0e})", f"{full_speedup:.2f}x", "-", "-"])
     longest = C.batch_padding(maxp, frame_a, bs)["longest"]
     results.append(["2a", "padding / all tokens encoded, ours (length-sorted)", C.pct(ours.padding), "<= 5%",
                     ours.padding <= 0.05])
@@ -169,9 +162,10 @@ def main(argv=None) -> int:
         + " The CrossEncoder gets its (query, window text) pairs ready-made: splitting documents into windows is"
         + " not in its time, our time includes tokenizing the whole documents. Per-round ratios [1a: CrossEncoder/ours"
         + f" {spread(rec, 'crossencoder', 'ours')}; 3: MaxP/FirstP {spread(rec, 'ours', 'firstp')}"
-        + (f"; 1c: CrossEncoder/cls-only {spread(rec, 'crossencoder', 'cls_only')}" if cls_only is not None else "")
-        + "]. 1c: the last BERT layer computes keys/values for every token but query, attention output and FFN for"
-        + " [CLS] only (the only position MaxP/SumP/PARADE read).")
+        + f"; 1c: CrossEncoder/full path {spread(rec, 'crossencoder', 'full_path')}"
+        + "]. 1a: the engine's last BERT layer computes keys/values for every token but query, attention output and"
+        + " FFN for [CLS] only (the only position MaxP/SumP/PARADE read); 1c: the same engine with the full last"
+        + " layer.")
     gc.collect()
 
     # --- row 4: every other model over MaxP's windows --------------------------------------------
@@ -393,9 +387,6 @@ def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
 # --- row 7 -------------------------------------------------------------------------------------
 
 
-SLICES = 256  # texts per tokenizer call in the simulated engine fix (row 7d)
-
-
 def growth_frame(words, n, doc_tokens):
     return C.make_corpus(words, n_queries=max(1, n // 100), docs_per_query=min(n, 100), min_tokens=doc_tokens[0],
                          max_tokens=doc_tokens[1], seed=7)[:n]
@@ -416,25 +407,21 @@ def growth_timing(model_dir, sizes, doc_tokens, batch_size, rounds):
 
 
 def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False) -> dict:
-    """Row 7: one subprocess per size, plus the smallest and largest size again with the engine fixes
-    of row 7d simulated, one after the other; returns {label: result dict}. ``in_process`` (--quick
-    only) runs them here instead, to save the start-up of five interpreters: a smoke test of the
-    code path, not a memory measurement."""
-    jobs = {n: (n, False) for n in sizes}
-    for n in (sizes[0], sizes[-1]):
-        jobs[f"fixed {n}"] = (n, True)
+    """Row 7: one subprocess per size, one after the other; returns {size: result dict}.
+    ``in_process`` (--quick only) runs them here instead, to save the start-up of interpreters:
+    a smoke test of the code path, not a memory measurement."""
     out = {}
-    for label, (n, fixes) in jobs.items():
+    for n in sizes:
         if in_process:
-            out[label] = growth_measure(n, model, batch_size, doc_tokens, fixes)
+            out[n] = growth_measure(n, model, batch_size, doc_tokens)
             continue
         command = [sys.executable, str(Path(__file__).resolve()), "--growth-child", str(n), "--model", model,
                    "--batch-size", str(batch_size), "--threads", str(threads),
                    "--min-tokens", str(doc_tokens[0]), "--max-tokens", str(doc_tokens[1])]
-        child = subprocess.run(command + (["--simulate-fixes"] if fixes else []), capture_output=True, text=True)
+        child = subprocess.run(command, capture_output=True, text=True)
         lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
-        out[label] = (json.loads(lines[-1]) if child.returncode == 0 and lines
-                      else {"error": (child.stderr or child.stdout)[-300:]})
+        out[n] = (json.loads(lines[-1]) if child.returncode == 0 and lines
+                  else {"error": (child.stderr or child.stdout)[-300:]})
     return out
 
 
@@ -457,9 +444,9 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
     extra = last["growth_mb"] - first["growth_mb"]
     rows.append(["7c", f"peak RSS growth, {sizes[-1]} docs minus {sizes[0]} docs", f"{extra:.0f} MB",
                  f"<= one batch ({one_batch:.0f} MB)", extra <= one_batch])
-    fixed = out[f"fixed {sizes[-1]}"]["growth_mb"] - out[f"fixed {sizes[0]}"]["growth_mb"]
-    rows.append(["7d", "  same with 2 engine fixes simulated (copy CLS rows; tokenize 256 texts/call)",
-                 f"{fixed:.0f} MB", f"<= one batch ({one_batch:.0f} MB)", fixed <= one_batch])
+    cache_mb, bound_mb = last["cache_mb"], last["cache_bound_mb"]
+    rows.append(["7d", f"  token cache after {sizes[-1]} docs (int32 ids + entry overhead)", f"{cache_mb:.1f} MB",
+                 f"<= its bound ({bound_mb:.0f} MB)", cache_mb <= bound_mb])
     detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
                f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
                f"{r['growth_mb']:.0f}", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
@@ -476,9 +463,8 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
               f"Peak growth = peak RSS while scoring (5 ms sampler + ru_maxrss) minus RSS after loading, generating "
               f"the texts and a warm-up. One batch = peak RSS growth of the warm-up call (one "
               f"full batch of the longest windows, in a fresh process). Token cache = the engine's tokenization "
-              f"cache (int64 ids of every document scored).\n"
-              f"'fixed': chunk_features copies the CLS rows (.clone()) instead of returning a view that keeps each "
-              f"batch's whole last_hidden_state alive, and the tokenizer is called on {SLICES} texts at a time."))
+              f"cache (int32 ids of the documents scored, bounded in bytes by Tokenization.cache_bytes; the engine "
+              f"scores groups of at most 2,048 documents, and frees each group's features before the next)."))
     return rows
 
 
@@ -486,20 +472,17 @@ def growth_child(args) -> int:
     """Row 7, one run in its own process: prints the result of :func:`growth_measure` as JSON."""
     C.set_threads(args.threads)
     C.silence_loading()
-    print(json.dumps(growth_measure(args.growth_child, args.model, args.batch_size, (args.min_tokens, args.max_tokens),
-                                    args.simulate_fixes)))
+    print(json.dumps(growth_measure(args.growth_child, args.model, args.batch_size, (args.min_tokens, args.max_tokens))))
     return 0
 
 
-def growth_measure(n: int, model_dir: str, batch_size: int, doc_tokens, fixes: bool) -> dict:
+def growth_measure(n: int, model_dir: str, batch_size: int, doc_tokens) -> dict:
     """Time and peak RSS growth of MaxP scoring ``n`` generated documents."""
-    import contextlib
     import resource
 
     import torch
 
-    with simulated_fixes() if fixes else contextlib.nullcontext():
-        return _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch)
+    return _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch)
 
 
 def _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch) -> dict:
@@ -542,44 +525,15 @@ def _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch) -> di
     _, one_batch, _ = peak_growth(lambda: C.score_fresh(maxp, warm[:max(1, batch_size // 4)]))
     C.score_fresh(maxp, warm[:1])  # leave the tokenization cache (nearly) empty
     baseline, growth, stats = peak_growth(lambda: maxp.score_texts(queries, texts))
-    cache = getattr(maxp.model.tokenization, "inner", maxp.model.tokenization)
-    cache_bytes = sum(ids.nbytes for ids, _ in getattr(cache, "_cache", {}).values())
+    tokenization = maxp.model.tokenization
     return {
         "docs": n, "sequences": stats.sequences, "seconds": stats.wall, "threads": torch.get_num_threads(),
-        "baseline_mb": baseline / 2 ** 20, "growth_mb": growth / 2 ** 20, "cache_mb": cache_bytes / 2 ** 20,
+        "baseline_mb": baseline / 2 ** 20, "growth_mb": growth / 2 ** 20, "cache_mb": tokenization.cached_bytes / 2 ** 20,
+        "cache_bound_mb": tokenization.cache_bytes / 2 ** 20,
         "one_batch_mb": one_batch / 2 ** 20,
         **{k: getattr(stats, k) / stats.wall for k in ("tokenize", "plan", "batches", "encode", "aggregate")},
         "other": stats.other / stats.wall,
     }
-
-
-@contextmanager
-def simulated_fixes(slices: int = SLICES):
-    """The two engine changes row 7d tests, patched in this process only: the default
-    ``Aggregator.chunk_features`` copies the CLS rows (a view keeps each batch's whole
-    ``last_hidden_state`` alive until the group is aggregated), and the tokenizer is called on
-    ``slices`` texts at a time rather than a whole group of 2,048 documents."""
-    from pyterrier_longdoc._chunking import Tokenization
-    from pyterrier_longdoc.aggregators.base import Aggregator
-
-    original_features = Aggregator.chunk_features
-    original_tokenize = Tokenization._tokenize
-
-    def chunk_features(self, output, batch):
-        return original_features(self, output, batch).clone()
-
-    def tokenize(self, texts, max_tokens):
-        out = []
-        for start in range(0, len(texts), slices):
-            out += original_tokenize(self, texts[start:start + slices], max_tokens)
-        return out
-    Aggregator.chunk_features = chunk_features
-    Tokenization._tokenize = tokenize
-    try:
-        yield
-    finally:
-        Aggregator.chunk_features = original_features
-        Tokenization._tokenize = original_tokenize
 
 
 if __name__ == "__main__":
