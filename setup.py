@@ -35,9 +35,11 @@ setup(
         "pyserini": PYSERINI,
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI
-        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched)
+        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched); onnx, onnxscript,
+        # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
+        # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5)
         "dev": ["pytest", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
-                *PYSERINI],
+                "onnx", "onnxscript", "onnxruntime", "openvino", *PYSERINI],
     },
     entry_points={"console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"]},
 )

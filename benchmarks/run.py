@@ -20,6 +20,8 @@ Rows:
      batch's worth (one subprocess per size)
   8  bf16 autocast and int8 dynamic quantization (encoder nn.Linear) speed-ups vs fp32, Kendall
      tau of each query's ranking vs fp32 >= 0.99
+  9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
+     benchmarks/peers.py), and our MaxP against the fastest fp32 one: >= 1.0x
 """
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ def parse(argv=None):
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per encoder call, both sides (16)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1; 0 = torch default)")
     parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 2 with --quick)")
+    parser.add_argument("--trained", help="a passage-trained cross-encoder folder for row 8 "
+                                          "(benchmarks/trained_cross_encoder.py writes one)")
     parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
     # internal: one size of row 7 in its own process
     parser.add_argument("--growth-child", type=int, help=argparse.SUPPRESS)
@@ -63,6 +67,7 @@ def main(argv=None) -> int:
     if args.growth_child:
         return growth_child(args)
     started = time.perf_counter()
+    started_at, load_before = time.strftime("%Y-%m-%d %H:%M %Z"), os.getloadavg()
     threads = C.set_threads(args.threads)
     C.silence_loading()
     reps = args.reps or (2 if args.quick else 3)
@@ -120,6 +125,16 @@ def main(argv=None) -> int:
     }
     sides["full_path"] = rec.side("full_path", lambda: C.score_fresh(full_path, frame_a))
     C.score_fresh(full_path, frame_a[:1])
+    # row 9: the CrossEncoder's faster runtimes, on the same pairs and windows' max
+    import peers as P
+
+    peer_runs, peer_errors = P.peers(Path(tmp.name) / "crossencoder", Path(tmp.name) / "onnx", threads)
+    for name, peer in peer_runs.items():
+        def run_peer(peer=peer):
+            scores = P.predict(peer, ce.tokenizer, ce_pairs, bs)
+            return np.maximum.reduceat(scores, np.flatnonzero(np.r_[True, doc_of_pair[1:] != doc_of_pair[:-1]]))
+        run_peer()  # warm-up
+        sides[name] = rec.side(name, run_peer)
     C.score_fresh(maxp, frame_a[:1]), C.score_fresh(firstp, frame_a[:1]), ce.predict(ce_pairs[:2], batch_size=bs)
     C.interleaved(sides, reps)
     ours, cross, first = (rec.median_stats(n) for n in ("ours", "crossencoder", "firstp"))
@@ -134,6 +149,7 @@ def main(argv=None) -> int:
     full_diff = float(np.abs(rec.results["full_path"] - rec.results["crossencoder"]).max())
     results.append(["1c", f"  diagnosis: same, engine's full last layer (cls_only_last_layer=False; abs score diff "
                            f"{full_diff:.0e})", f"{full_speedup:.2f}x", "-", "-"])
+    results += peer_rows(rec, peer_runs, peer_errors)
     longest = C.batch_padding(maxp, frame_a, bs)["longest"]
     results.append(["2a", "padding / all tokens encoded, ours (length-sorted)", C.pct(ours.padding), "<= 5%",
                     ours.padding <= 0.05])
@@ -172,7 +188,11 @@ def main(argv=None) -> int:
     results += aggregator_rows(maxp, path, frame_b, bs, 1 if args.quick else reps, details)
 
     # --- row 8: bf16 autocast and int8 dynamic quantization --------------------------------------
-    results += dtype_rows(maxp, path, frame_c, bs, max(1, reps - 1), details)
+    if args.trained:
+        import trained_cross_encoder as T
+
+        frame_c = T.ranking_frame(n_queries=6, docs_per_query=6)
+    results += dtype_rows(path, args.trained, frame_c, bs, max(1, reps - 1), details)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
@@ -182,9 +202,11 @@ def main(argv=None) -> int:
     print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label}, batch size {bs}, fp32 unless said, "
           f"{threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
           f"measured side by side")
+    row8 = (f"{len(frame_c)} FOLDOC documents / {frame_c.qid.nunique()} queries" if args.trained
+            else f"{len(frame_c)} docs of 200-600 tokens / 2 queries")
     print(f"documents: generated, 200-3000 tokens (rows 1-6: {len(frame_a)} docs / 2 queries; row 4: {len(frame_b)} "
-          f"docs; row 8: {len(frame_c)} docs of 200-600 tokens / 2 queries); MaxP = window 150, stride 100, "
-          f"<= 1431 doc tokens")
+          f"docs; row 8: {row8}); MaxP = window 150, stride 100, <= 1431 doc tokens")
+    print(machine(started_at, load_before))
     rows = [[r[0], r[1], r[2], r[3], r[4]] for r in results]
     print(C.table(["#", "measure", "measured", "target", "met"], rows))
     for text in details:
@@ -240,6 +262,29 @@ def crossencoder_setup(maxp, frame, directory: Path):
             + list(layout.suffix) for d, s, e in zip(plan.doc, plan.start, plan.end)]
     same = "yes" if encoded == ours else "NO"
     return ce, pairs, np.asarray(plan.doc), same
+
+
+def peer_rows(rec, peer_runs, peer_errors) -> list:
+    """Row 9: ONNX Runtime and OpenVINO running the same cross-encoder on the same pairs, in the
+    rounds of row 1; and our MaxP against the fastest of them that keeps the scores (fp32)."""
+    import numpy as np
+
+    rows, fp32 = [], {}
+    for name in peer_runs:
+        speedup = C.paired_ratio(rec, "crossencoder", name)
+        diff = float(np.abs(rec.results[name] - rec.results["crossencoder"]).max())
+        if "int8" not in name:
+            fp32[name] = speedup
+        rows.append(["9", f"{name} speed-up vs CrossEncoder (torch) (abs score diff {diff:.0e}; rounds: "
+                          f"{spread(rec, 'crossencoder', name)})", f"{speedup:.2f}x", "report", "-"])
+    for name, error in peer_errors.items():
+        rows.append(["9", f"{name}: could not run ({error})", "error", "report", "-"])
+    if fp32:
+        best = max(fp32, key=fp32.get)
+        ratio = C.paired_ratio(rec, best, "ours")
+        rows.append(["9", f"MaxP speed-up vs the fastest fp32 peer ({best})", f"{ratio:.2f}x", ">= 1.0x",
+                     ratio >= 1.0])
+    return rows
 
 
 def spread(rec, numerator: str, denominator: str) -> str:
@@ -311,77 +356,85 @@ def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
     return rows
 
 
-def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
-    """Row 8: bf16 autocast and int8 dynamic quantization of the encoder's nn.Linear vs fp32.
-
-    Rankings are compared twice: with the model's own head, which is untrained (random) here, and
-    with a stand-in for a trained head, the first principal direction of the fp32 window [CLS]
-    vectors (the unit head that spreads the window scores most). Both come from the same runs: the
-    aggregator's inputs (per-window [CLS] vectors and mask) are captured and re-scored with
-    MaxP's max over windows.
-    """
+def dtype_rows(path, trained, frame, bs, reps, details) -> list:
+    """Row 8: the engine's ``dtype="bf16"`` (autocast) and ``dtype="int8"`` (dynamic quantization
+    of the encoder's nn.Linear) against fp32: speed-up, and the Kendall tau of each query's ranking
+    against fp32's. With ``trained`` (a cross-encoder folder, benchmarks/trained_cross_encoder.py),
+    MaxP starts from it and ranks FOLDOC documents; otherwise from ``path`` with a new, untrained
+    head, whose near-tied scores say little about rankings (the tau rows then have no target)."""
     import numpy as np
     import torch
     from scipy.stats import kendalltau
 
     from pyterrier_longdoc import MaxP
 
-    bf16 = MaxP(path, batch_size=bs, dtype="bf16")
-    bf16.model.load_state_dict(maxp.model.state_dict())
-    int8 = MaxP(path, batch_size=bs)
-    int8.model.load_state_dict(maxp.model.state_dict())
-    int8.model.encoder = torch.ao.quantization.quantize_dynamic(int8.model.encoder, {torch.nn.Linear},
-                                                                dtype=torch.qint8)
-    rec = C.Recorder()
-    sides, captured, hooks = {}, {}, []
-    for name, model in (("fp32", maxp), ("bf16", bf16), ("int8", int8)):
+    source = trained or path
+    torch.manual_seed(0)
+    models = {name: MaxP(source, batch_size=bs, dtype=dtype) for name, dtype in
+              (("fp32", "fp32"), ("bf16", "bf16"), ("int8", "int8"))}
+    for model in models.values():
+        model.model.load_state_dict(models["fp32"].model.state_dict())  # one head, even an untrained one
         C.instrument(model)
         C.score_fresh(model, frame[:1])
-
-        def capture(module, args, name=name):
-            captured[name] = (args[0].detach().float().clone(), args[1].detach().bool().clone())
-        hooks.append(model.model.aggregator.register_forward_pre_hook(capture))
-        sides[name] = rec.side(name, lambda model=model: C.score_fresh(model, frame))
-    C.interleaved(sides, reps)
-    for hook in hooks:
-        hook.remove()
-
-    head = maxp.model.aggregator.head
-    features, mask = captured["fp32"]
-    valid = features[mask]
-    direction = torch.linalg.svd(valid - valid.mean(0), full_matrices=False).Vh[0]
-    heads = {"model's random head": lambda f: head(f).squeeze(-1), "max-variance head": lambda f: f @ direction}
-
-    def maxp_scores(name, score):
-        f, m = captured[name]
-        with torch.no_grad():
-            return (score(f).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
-
+    rec = C.Recorder()
+    C.interleaved({name: rec.side(name, lambda model=model: C.score_fresh(model, frame))
+                   for name, model in models.items()}, reps)
     qids = frame["qid"].to_numpy()
+    reference = rec.results["fp32"]
+    what = "passage-trained cross-encoder" if trained else "untrained head"
     rows, detail = [], []
     for name in ("bf16", "int8"):
         speedup = C.paired_ratio(rec, "fp32", name)
-        rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name})", f"{speedup:.2f}x", "report", "-"])
-        for label, score in heads.items():
-            reference, other = maxp_scores("fp32", score), maxp_scores(name, score)
-            taus = [kendalltau(reference[qids == q], other[qids == q]).statistic for q in np.unique(qids)]
-            tau = float(np.mean(taus))  # nan when a side ties every document
-            rows.append(["8", f"{name} Kendall tau vs fp32, {label} (mean of {len(taus)} queries)",
-                         f"{tau:.3f}" if tau == tau else "nan (all tied)", ">= 0.99", tau >= 0.99])
-            detail.append([name, label, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
-                           f"{np.abs(reference - other).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
-    own = np.abs(maxp_scores("fp32", heads["model's random head"]) - rec.results["fp32"]).max()
-    detail.insert(0, ["fp32", "", "1", "1", "", "0", f"{rec.median_stats('fp32').wall:.2f}"])
+        scores = rec.results[name]
+        taus = [kendalltau(reference[qids == q], scores[qids == q]).statistic for q in np.unique(qids)]
+        tau = float(np.nanmean(taus)) if not np.all(np.isnan(taus)) else float("nan")  # nan: all tied
+        rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name}; rounds: {spread(rec, 'fp32', name)})",
+                     f"{speedup:.2f}x", "report", "-"])
+        rows.append(["8", f"{name} Kendall tau vs fp32, {what} (mean of {len(taus)} queries, min "
+                          f"{np.nanmin(taus):.3f})", f"{tau:.3f}" if tau == tau else "nan (all tied)",
+                     ">= 0.99" if trained else "-", tau >= 0.99 if trained else "-"])
+        detail.append([name, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
+                       f"{np.abs(reference - scores).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
+    detail.insert(0, ["fp32", "1", "1", f"{np.ptp(reference):.3f}", "0", f"{rec.median_stats('fp32').wall:.2f}"])
     try:
         capability = torch.backends.cpu.get_cpu_capability()
     except Exception:  # noqa: BLE001
         capability = "?"
+    flags = cpu_flags()
+    native = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
     details.append(C.table(
-        ["dtype", "head", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
-        title=f"Row 8, MaxP dtypes, {len(frame)} documents, {reps} rounds, CPU capability {capability} (no AVX512-BF16/"
-              f"AMX: bf16 matmuls are emulated). Scores re-computed from the captured window [CLS] vectors "
-              f"(check: own head vs the engine's scores {own:.0e}):"))
+        ["dtype", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
+        title=f"Row 8, MaxP dtypes ({what}: {source}), {len(frame)} documents of {frame.qid.nunique()} queries, "
+              f"{reps} rounds, CPU capability {capability}, native bf16: {', '.join(native) or 'none (emulated)'}:"))
     return rows
+
+
+def machine(started_at: str, load_before) -> str:
+    """The machine, its CPU's relevant flags, and how busy it was (the noise of the ratios)."""
+    import platform
+
+    import torch
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as file:
+            model = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), "")
+    except OSError:
+        pass
+    flags = cpu_flags()
+    shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags]
+    load_after = os.getloadavg()
+    return (f"machine: {model or platform.processor()}, {os.cpu_count()} logical CPUs, flags {' '.join(shown)}; "
+            f"torch {torch.__version__}; started {started_at}; load average (1 min) {load_before[0]:.1f} at the "
+            f"start, {load_after[0]:.1f} at the end (above the CPU count: other processes shared the cores)")
+
+
+def cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as file:
+            return next((set(line.split(":", 1)[1].split()) for line in file if line.startswith("flags")), set())
+    except OSError:
+        return set()
 
 
 # --- row 7 -------------------------------------------------------------------------------------
@@ -447,6 +500,13 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
     cache_mb, bound_mb = last["cache_mb"], last["cache_bound_mb"]
     rows.append(["7d", f"  token cache after {sizes[-1]} docs (int32 ids + entry overhead)", f"{cache_mb:.1f} MB",
                  f"<= its bound ({bound_mb:.0f} MB)", cache_mb <= bound_mb])
+    if len(sizes) > 2:
+        later = last["growth_mb"] - out[sizes[-2]]["growth_mb"]
+        rows.append(["7e", f"  peak RSS growth, {sizes[-1]} docs minus {sizes[-2]} docs (groups of <= 2,048 "
+                           f"documents: only the token cache still grows)", f"{later:.0f} MB",
+                     f"<= token cache growth + 10% of one batch "
+                     f"({last['cache_mb'] - out[sizes[-2]]['cache_mb'] + 0.1 * one_batch:.0f} MB)",
+                     later <= last["cache_mb"] - out[sizes[-2]]["cache_mb"] + 0.1 * one_batch])
     detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
                f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
                f"{r['growth_mb']:.0f}", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),

@@ -66,6 +66,10 @@ def test_run_table_has_every_row(outputs):
     row8 = " ".join(measure for measure, *_ in by_key["8"])
     for what in ("bf16 speed-up", "bf16 Kendall tau", "int8 speed-up", "int8 Kendall tau"):
         assert what in row8, f"row 8 lacks {what}"
+    row9 = " ".join(measure for measure, *_ in by_key["9"])
+    for peer in ("onnxruntime fp32", "onnxruntime int8", "openvino fp32", "fastest fp32 peer"):
+        assert peer in row9, f"row 9 lacks {peer}"
+    assert "could not run" not in row9, row9
     # the CrossEncoder saw exactly our (query, window) inputs and gave the same scores
     assert "identical input ids: yes" in by_key["1b"][0][0]
     assert by_key["1b"][0][3] == "yes", by_key["1b"]
