@@ -14,8 +14,8 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -246,27 +246,30 @@ def _select(reranker, pairs, per_doc: Mapping, segment_text: Mapping, queries: M
 def as_maxp(reranker, **settings):
     """The inference view of a segment-trained model: a MaxP scoring every segment.
 
-    A MaxP is returned as it is (or re-loaded with ``settings`` when given); a FirstP becomes
-    the MaxP with the same weights reading disjoint windows of the FirstP's size over
-    ``max_doc_tokens`` tokens (FirstP and MaxP share the linear head on each window's [CLS]).
+    A MaxP is returned as it is (or a copy with ``settings`` when given); a FirstP becomes a
+    MaxP with a copy of its weights, reading disjoint windows of the FirstP's size over
+    ``max_doc_tokens`` tokens (FirstP and MaxP score each window with the same head).
     """
-    from .._config import ModelConfig
-    from .._reranker import model_class
+    from .._chunking import Chunking
+    from .._model import LongDocModel
+    from .._reranker import CHUNKING_SETTINGS, model_class
+    from ..aggregators.score import ScoreAggregator
 
     if reranker.name == "maxp" and not settings:
         return reranker
     if reranker.name not in _SEGMENT_MODELS:
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
-    with tempfile.TemporaryDirectory(prefix="pyterrier-longdoc-maxp-") as tmp:
-        reranker.save_pretrained(tmp)
-        config = ModelConfig.read(Path(tmp))
-        if config.model == "firstp":
-            # every window of the FirstP's size, filled as the training segments are
-            config.settings = {**config.settings, "max_chunks": None, "disjoint_split": "fill"}
-        config.model = "maxp"
-        config.write(Path(tmp))
-        runtime = {**dataclasses.asdict(reranker.runtime), "device": reranker.device}
-        return model_class("maxp").from_pretrained(tmp, **runtime, **settings)
+    maxp = model_class("maxp")
+    merged = dict(reranker.settings)
+    if reranker.name == "firstp":  # every window of the FirstP's size, filled as the training segments are
+        merged.update(max_chunks=None, disjoint_split="fill")
+    merged = maxp._settings({**merged, **settings})
+    source = reranker.model
+    aggregator = ScoreAggregator(source.aggregator.hidden_size, reduce="max", head=copy.deepcopy(source.aggregator.head))
+    model = LongDocModel(copy.deepcopy(source.encoder), source.tokenizer, aggregator,
+                         Chunking(**{k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}))
+    config = dataclasses.replace(reranker.config, model="maxp", settings=merged)
+    return maxp.from_model(model, config, **{**dataclasses.asdict(reranker.runtime), "device": reranker.device})
 
 
 __all__ = ["BestResult", "fit_best", "segment_documents", "as_maxp", "parent_docno", "segment_id"]
