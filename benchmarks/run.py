@@ -22,6 +22,7 @@ Rows:
      tau of each query's ranking vs fp32 >= 0.99
   9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
      benchmarks/peers.py), and our MaxP against the fastest fp32 one: >= 1.0x
+  10 PyTerrier's .parallel(2, backend="ray") on a local 2-worker Ray cluster vs one process (not --quick)
 """
 from __future__ import annotations
 
@@ -193,6 +194,10 @@ def main(argv=None) -> int:
 
         frame_c = T.ranking_frame(n_queries=6, docs_per_query=6)
     results += dtype_rows(path, args.trained, frame_c, bs, max(1, reps - 1), details)
+
+    # --- row 10: PyTerrier's .parallel(2, backend="ray") on a local Ray cluster ------------------
+    if not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
+        results += ray_rows(path, frame_a, bs, reps, details)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
@@ -427,6 +432,38 @@ def machine(started_at: str, load_before) -> str:
     return (f"machine: {model or platform.processor()}, {os.cpu_count()} logical CPUs, flags {' '.join(shown)}; "
             f"torch {torch.__version__}; started {started_at}; load average (1 min) {load_before[0]:.1f} at the "
             f"start, {load_after[0]:.1f} at the end (above the CPU count: other processes shared the cores)")
+
+
+def ray_rows(path, frame, bs, reps, details) -> list:
+    """Row 10: MaxP in this process against ``.parallel(2, backend="ray")`` (a local Ray cluster of
+    2 one-thread workers; each call starts a pool and ships the model, as PyTerrier does)."""
+    import numpy as np
+
+    try:
+        import ray
+    except ImportError as error:
+        return [["10", f"ray .parallel(2): could not run ({error})", "error", "report", "-"]]
+    from pyterrier_longdoc import MaxP
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    try:
+        maxp = MaxP(path, batch_size=bs)
+        parallel = maxp.parallel(2, backend="ray")
+        rec = C.Recorder()
+        C.interleaved({"one process": rec.side("one process", lambda: maxp(frame)),
+                       "ray x2": rec.side("ray x2", lambda: parallel(frame))}, reps)
+    finally:
+        ray.shutdown()
+    one = rec.results["one process"].set_index(["qid", "docno"])["score"]
+    two = rec.results["ray x2"].set_index(["qid", "docno"])["score"].loc[one.index]
+    speedup = C.paired_ratio(rec, "one process", "ray x2")
+    diff = float(np.abs(one.to_numpy() - two.to_numpy()).max())
+    details.append(f"Row 10: {len(frame)} documents; one process: {rec.median_stats('one process').wall:.1f} s "
+                   f"(median), ray x2: {rec.median_stats('ray x2').wall:.1f} s, including each call's pool start and "
+                   f"model shipping. On 2 cores shared with other processes the ideal is below 2x.")
+    return [["10", f".parallel(2, backend='ray') speed-up vs one process (abs score diff {diff:.0e}; rounds: "
+                   f"{spread(rec, 'one process', 'ray x2')})", f"{speedup:.2f}x", "report (2 workers)", "-"]]
 
 
 def cpu_flags() -> set[str]:

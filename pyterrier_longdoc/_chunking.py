@@ -187,6 +187,16 @@ class Tokenization:
                 self._remember(key, (tokens, was_cropped))
         return ids, cropped
 
+    def __getstate__(self) -> dict:
+        # pickled (e.g. for PyTerrier's .parallel()) without the encode closure, rebuilt on load
+        state = self.__dict__.copy()
+        del state["encode"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.encode = text_encoder(self.tokenizer)
+
     @property
     def cached_bytes(self) -> int:
         """Bytes the cache holds (ids and per-entry overhead), at most ``cache_bytes``."""

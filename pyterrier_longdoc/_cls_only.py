@@ -15,6 +15,8 @@ float rounding (tested at 1e-5 in fp32).
 from __future__ import annotations
 
 import contextlib
+import threading
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -42,17 +44,26 @@ def supports_cls_only(encoder: nn.Module) -> bool:
             and not hasattr(last, "crossattention"))
 
 
+# The stand-in layer is put in the encoder for one call: calls of one encoder from several
+# threads (workers sharing a replica) take turns, so none sees another's stand-in.
+_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def last_layer_at_cls(encoder: nn.Module, attention_mask: torch.Tensor):
     """Within this block, ``encoder``'s last layer returns ``[batch, 1, hidden]``: its output at
     [CLS] only, attending to the positions where ``attention_mask [batch, length]`` is 1."""
-    layers = encoder.encoder.layer
-    last = layers[-1]
-    layers[-1] = _ClsOnlyLayer(last, attention_mask)
-    try:
-        yield
-    finally:
-        layers[-1] = last
+    with _LOCKS_LOCK:
+        lock = _LOCKS.setdefault(encoder, threading.Lock())
+    with lock:
+        layers = encoder.encoder.layer
+        last = layers[-1]
+        layers[-1] = _ClsOnlyLayer(last, attention_mask)
+        try:
+            yield
+        finally:
+            layers[-1] = last
 
 
 class _ClsOnlyLayer(nn.Module):

@@ -133,3 +133,16 @@ def test_token_cache_reports_its_size_and_clears(tiny_bert):
     assert 0 < tokenization.cached_bytes <= tokenization.cache_bytes
     tokenization.clear()
     assert tokenization.cached_bytes == 0
+
+
+def test_threads_sharing_one_encoder_get_the_scores_of_one(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, batch_size=1, **SETTINGS)
+    model = reranker.model.eval()
+    queries, texts = documents(8)
+    with torch.inference_mode():
+        alone = model.score(queries, texts, batch_size=1).scores
+        def encode(batch):  # every thread runs the very same encoder; grad mode is per thread
+            with torch.inference_mode():
+                return model.encode(batch)
+        shared = model.score(queries, texts, batch_size=1, workers=[encode, encode, encode]).scores
+    np.testing.assert_allclose(shared.numpy(), alone.numpy(), atol=1e-6)
