@@ -34,6 +34,7 @@ import platform
 import sys
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,9 +51,9 @@ MODELS = ("FirstP", "MaxP", "ParadeAttn")
 # CPU-scale sizes; --quick shrinks everything for a smoke run with a tiny random BERT.
 FULL = dict(
     warmup_queries=400, warmup_steps=100, warmup_lr=1e-4, warmup_batch=8,
-    train_queries=60, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
+    train_queries=40, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
     fit=dict(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=10),
-    windows=dict(window=200, stride=150),
+    windows=dict(window=240, stride=240),  # three disjoint windows cover a 720-token document
     synthetic=dict(n_queries=80, test_fraction=0.5, doc_words=(600, 700), far_start=530),
     synthetic_candidates=6,
 )
@@ -124,7 +125,8 @@ def warm_up(backbone: str, triples: pd.DataFrame, directory: Path, sizes: dict, 
 
     options = dict(steps=sizes["warmup_steps"], lr=sizes["warmup_lr"], batch_size=sizes["warmup_batch"],
                    max_length=256, seed=seed)
-    stamp = {"backbone": str(backbone), "triples": len(triples), **options}
+    content = zlib.crc32("\n".join(triples["query"] + "\t" + triples["positive"] + "\t" + triples["negative"]).encode())
+    stamp = {"backbone": str(backbone), "triples": len(triples), "crc32": content, **options}
     record = Path(directory) / "passage-stage.json"
     if record.exists() and json.loads(record.read_text())["stamp"] == stamp:  # a resumed benchmark
         print(f"(passage stage of seed {seed} reused from {directory})")
