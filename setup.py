@@ -37,9 +37,11 @@ setup(
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
         # hypothesis: the property-based fuzz test of the engine
-        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched)
-        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat", "ipykernel",
-                *PYSERINI],
+        # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched); onnx, onnxscript,
+        # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
+        # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5)
+        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
+                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

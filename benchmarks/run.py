@@ -20,6 +20,8 @@ Rows:
      batch's worth (one subprocess per size)
   8  bf16 autocast and int8 dynamic quantization (encoder nn.Linear) speed-ups vs fp32, Kendall
      tau of each query's ranking vs fp32 >= 0.99
+  9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
+     benchmarks/peers.py), and our MaxP against the fastest fp32 one: >= 1.0x
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,13 +51,14 @@ def parse(argv=None):
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per encoder call, both sides (16)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1; 0 = torch default)")
     parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 2 with --quick)")
+    parser.add_argument("--trained", help="a passage-trained cross-encoder folder for row 8 "
+                                          "(benchmarks/trained_cross_encoder.py writes one)")
     parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
     # internal: one size of row 7 in its own process
     parser.add_argument("--growth-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--min-tokens", type=int, default=200, help=argparse.SUPPRESS)
     parser.add_argument("--max-tokens", type=int, default=600, help=argparse.SUPPRESS)
-    parser.add_argument("--simulate-fixes", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -65,6 +67,7 @@ def main(argv=None) -> int:
     if args.growth_child:
         return growth_child(args)
     started = time.perf_counter()
+    started_at, load_before = time.strftime("%Y-%m-%d %H:%M %Z"), os.getloadavg()
     threads = C.set_threads(args.threads)
     C.silence_loading()
     reps = args.reps or (2 if args.quick else 3)
@@ -86,15 +89,11 @@ def main(argv=None) -> int:
     maxp = MaxP(path, batch_size=bs)
     firstp = FirstP(path, batch_size=bs)
     firstp.model.load_state_dict(maxp.model.state_dict())  # the same encoder and head
-    cls_only = MaxP(path, batch_size=bs)  # row 1c: an engine change, simulated
-    cls_only.model.load_state_dict(maxp.model.state_dict())
-    try:
-        cls_only.model.encoder = C.cls_only_last_layer(cls_only.model.encoder)
-    except Exception:  # noqa: BLE001 - not a BERT layout: row 1c is left out
-        cls_only = None
-    for model in (maxp, firstp, cls_only):
-        if model is not None:
-            C.instrument(model)
+    full_path = MaxP(path, batch_size=bs)  # row 1c: the engine without its [CLS]-only last layer
+    full_path.model.load_state_dict(maxp.model.state_dict())
+    full_path.model.cls_only_last_layer = False
+    for model in (maxp, firstp, full_path):
+        C.instrument(model)
     words = C.single_token_words(maxp.model.tokenizer)
     if args.quick:
         frame_a = C.make_corpus(words, n_queries=2, docs_per_query=3, seed=1)
@@ -124,23 +123,33 @@ def main(argv=None) -> int:
         "firstp": rec.side("firstp", lambda: C.score_fresh(firstp, frame_a)),
         "probe": lambda: probes.append(C.matmul_gflops(probe_shapes)),
     }
-    if cls_only is not None:
-        sides["cls_only"] = rec.side("cls_only", lambda: C.score_fresh(cls_only, frame_a))
-        C.score_fresh(cls_only, frame_a[:1])
+    sides["full_path"] = rec.side("full_path", lambda: C.score_fresh(full_path, frame_a))
+    C.score_fresh(full_path, frame_a[:1])
+    # row 9: the CrossEncoder's faster runtimes, on the same pairs and windows' max
+    import peers as P
+
+    peer_runs, peer_errors = P.peers(Path(tmp.name) / "crossencoder", Path(tmp.name) / "onnx", threads)
+    for name, peer in peer_runs.items():
+        def run_peer(peer=peer):
+            scores = P.predict(peer, ce.tokenizer, ce_pairs, bs)
+            return np.maximum.reduceat(scores, np.flatnonzero(np.r_[True, doc_of_pair[1:] != doc_of_pair[:-1]]))
+        run_peer()  # warm-up
+        sides[name] = rec.side(name, run_peer)
     C.score_fresh(maxp, frame_a[:1]), C.score_fresh(firstp, frame_a[:1]), ce.predict(ce_pairs[:2], batch_size=bs)
     C.interleaved(sides, reps)
     ours, cross, first = (rec.median_stats(n) for n in ("ours", "crossencoder", "firstp"))
     speedup = C.paired_ratio(rec, "crossencoder", "ours")
     diff = float(np.abs(rec.results["ours"] - rec.results["crossencoder"]).max())
-    results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs",
-                    f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
+    at_cls = "last layer at [CLS] only" if maxp.model.cls_only_last_layer else "full last layer: not a BERT layout"
+    results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs "
+                          f"({at_cls})", f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
     results.append(["1b", f"max abs score diff vs CrossEncoder (fp32; identical input ids: {same_ids})",
                     f"{diff:.1e}", "<= 1e-5", diff <= 1e-5])
-    if cls_only is not None:
-        cls_speedup = C.paired_ratio(rec, "crossencoder", "cls_only")
-        cls_diff = float(np.abs(rec.results["cls_only"] - rec.results["crossencoder"]).max())
-        results.append(["1c", f"  diagnosis: same, last layer on [CLS] only (simulated; abs score diff "
-                               f"{cls_diff:.0e})", f"{cls_speedup:.2f}x", ">= 1.3x", "-"])
+    full_speedup = C.paired_ratio(rec, "crossencoder", "full_path")
+    full_diff = float(np.abs(rec.results["full_path"] - rec.results["crossencoder"]).max())
+    results.append(["1c", f"  diagnosis: same, engine's full last layer (cls_only_last_layer=False; abs score diff "
+                           f"{full_diff:.0e})", f"{full_speedup:.2f}x", "-", "-"])
+    results += peer_rows(rec, peer_runs, peer_errors)
     longest = C.batch_padding(maxp, frame_a, bs)["longest"]
     results.append(["2a", "padding / all tokens encoded, ours (length-sorted)", C.pct(ours.padding), "<= 5%",
                     ours.padding <= 0.05])
@@ -169,16 +178,21 @@ def main(argv=None) -> int:
         + " The CrossEncoder gets its (query, window text) pairs ready-made: splitting documents into windows is"
         + " not in its time, our time includes tokenizing the whole documents. Per-round ratios [1a: CrossEncoder/ours"
         + f" {spread(rec, 'crossencoder', 'ours')}; 3: MaxP/FirstP {spread(rec, 'ours', 'firstp')}"
-        + (f"; 1c: CrossEncoder/cls-only {spread(rec, 'crossencoder', 'cls_only')}" if cls_only is not None else "")
-        + "]. 1c: the last BERT layer computes keys/values for every token but query, attention output and FFN for"
-        + " [CLS] only (the only position MaxP/SumP/PARADE read).")
+        + f"; 1c: CrossEncoder/full path {spread(rec, 'crossencoder', 'full_path')}"
+        + "]. 1a: the engine's last BERT layer computes keys/values for every token but query, attention output and"
+        + " FFN for [CLS] only (the only position MaxP/SumP/PARADE read); 1c: the same engine with the full last"
+        + " layer.")
     gc.collect()
 
     # --- row 4: every other model over MaxP's windows --------------------------------------------
     results += aggregator_rows(maxp, path, frame_b, bs, 1 if args.quick else reps, details)
 
     # --- row 8: bf16 autocast and int8 dynamic quantization --------------------------------------
-    results += dtype_rows(maxp, path, frame_c, bs, max(1, reps - 1), details)
+    if args.trained:
+        import trained_cross_encoder as T
+
+        frame_c = T.ranking_frame(n_queries=6, docs_per_query=6)
+    results += dtype_rows(path, args.trained, frame_c, bs, max(1, reps - 1), details)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
@@ -188,9 +202,11 @@ def main(argv=None) -> int:
     print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label}, batch size {bs}, fp32 unless said, "
           f"{threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
           f"measured side by side")
+    row8 = (f"{len(frame_c)} FOLDOC documents / {frame_c.qid.nunique()} queries" if args.trained
+            else f"{len(frame_c)} docs of 200-600 tokens / 2 queries")
     print(f"documents: generated, 200-3000 tokens (rows 1-6: {len(frame_a)} docs / 2 queries; row 4: {len(frame_b)} "
-          f"docs; row 8: {len(frame_c)} docs of 200-600 tokens / 2 queries); MaxP = window 150, stride 100, "
-          f"<= 1431 doc tokens")
+          f"docs; row 8: {row8}); MaxP = window 150, stride 100, <= 1431 doc tokens")
+    print(machine(started_at, load_before))
     rows = [[r[0], r[1], r[2], r[3], r[4]] for r in results]
     print(C.table(["#", "measure", "measured", "target", "met"], rows))
     for text in details:
@@ -246,6 +262,29 @@ def crossencoder_setup(maxp, frame, directory: Path):
             + list(layout.suffix) for d, s, e in zip(plan.doc, plan.start, plan.end)]
     same = "yes" if encoded == ours else "NO"
     return ce, pairs, np.asarray(plan.doc), same
+
+
+def peer_rows(rec, peer_runs, peer_errors) -> list:
+    """Row 9: ONNX Runtime and OpenVINO running the same cross-encoder on the same pairs, in the
+    rounds of row 1; and our MaxP against the fastest of them that keeps the scores (fp32)."""
+    import numpy as np
+
+    rows, fp32 = [], {}
+    for name in peer_runs:
+        speedup = C.paired_ratio(rec, "crossencoder", name)
+        diff = float(np.abs(rec.results[name] - rec.results["crossencoder"]).max())
+        if "int8" not in name:
+            fp32[name] = speedup
+        rows.append(["9", f"{name} speed-up vs CrossEncoder (torch) (abs score diff {diff:.0e}; rounds: "
+                          f"{spread(rec, 'crossencoder', name)})", f"{speedup:.2f}x", "report", "-"])
+    for name, error in peer_errors.items():
+        rows.append(["9", f"{name}: could not run ({error})", "error", "report", "-"])
+    if fp32:
+        best = max(fp32, key=fp32.get)
+        ratio = C.paired_ratio(rec, best, "ours")
+        rows.append(["9", f"MaxP speed-up vs the fastest fp32 peer ({best})", f"{ratio:.2f}x", ">= 1.0x",
+                     ratio >= 1.0])
+    return rows
 
 
 def spread(rec, numerator: str, denominator: str) -> str:
@@ -317,83 +356,88 @@ def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
     return rows
 
 
-def dtype_rows(maxp, path, frame, bs, reps, details) -> list:
-    """Row 8: bf16 autocast and int8 dynamic quantization of the encoder's nn.Linear vs fp32.
-
-    Rankings are compared twice: with the model's own head, which is untrained (random) here, and
-    with a stand-in for a trained head, the first principal direction of the fp32 window [CLS]
-    vectors (the unit head that spreads the window scores most). Both come from the same runs: the
-    aggregator's inputs (per-window [CLS] vectors and mask) are captured and re-scored with
-    MaxP's max over windows.
-    """
+def dtype_rows(path, trained, frame, bs, reps, details) -> list:
+    """Row 8: the engine's ``dtype="bf16"`` (autocast) and ``dtype="int8"`` (dynamic quantization
+    of the encoder's nn.Linear) against fp32: speed-up, and the Kendall tau of each query's ranking
+    against fp32's. With ``trained`` (a cross-encoder folder, benchmarks/trained_cross_encoder.py),
+    MaxP starts from it and ranks FOLDOC documents; otherwise from ``path`` with a new, untrained
+    head, whose near-tied scores say little about rankings (the tau rows then have no target)."""
     import numpy as np
     import torch
     from scipy.stats import kendalltau
 
     from pyterrier_longdoc import MaxP
 
-    bf16 = MaxP(path, batch_size=bs, dtype="bf16")
-    bf16.model.load_state_dict(maxp.model.state_dict())
-    int8 = MaxP(path, batch_size=bs)
-    int8.model.load_state_dict(maxp.model.state_dict())
-    int8.model.encoder = torch.ao.quantization.quantize_dynamic(int8.model.encoder, {torch.nn.Linear},
-                                                                dtype=torch.qint8)
-    rec = C.Recorder()
-    sides, captured, hooks = {}, {}, []
-    for name, model in (("fp32", maxp), ("bf16", bf16), ("int8", int8)):
+    source = trained or path
+    torch.manual_seed(0)
+    models = {name: MaxP(source, batch_size=bs, dtype=dtype) for name, dtype in
+              (("fp32", "fp32"), ("bf16", "bf16"), ("int8", "int8"))}
+    for model in models.values():
+        model.model.load_state_dict(models["fp32"].model.state_dict())  # one head, even an untrained one
         C.instrument(model)
         C.score_fresh(model, frame[:1])
-
-        def capture(module, args, name=name):
-            captured[name] = (args[0].detach().float().clone(), args[1].detach().bool().clone())
-        hooks.append(model.model.aggregator.register_forward_pre_hook(capture))
-        sides[name] = rec.side(name, lambda model=model: C.score_fresh(model, frame))
-    C.interleaved(sides, reps)
-    for hook in hooks:
-        hook.remove()
-
-    head = maxp.model.aggregator.head
-    features, mask = captured["fp32"]
-    valid = features[mask]
-    direction = torch.linalg.svd(valid - valid.mean(0), full_matrices=False).Vh[0]
-    heads = {"model's random head": lambda f: head(f).squeeze(-1), "max-variance head": lambda f: f @ direction}
-
-    def maxp_scores(name, score):
-        f, m = captured[name]
-        with torch.no_grad():
-            return (score(f).masked_fill(~m, float("-inf")).max(dim=1).values).numpy()
-
+    rec = C.Recorder()
+    C.interleaved({name: rec.side(name, lambda model=model: C.score_fresh(model, frame))
+                   for name, model in models.items()}, reps)
     qids = frame["qid"].to_numpy()
+    reference = rec.results["fp32"]
+    what = "passage-trained cross-encoder" if trained else "untrained head"
     rows, detail = [], []
     for name in ("bf16", "int8"):
         speedup = C.paired_ratio(rec, "fp32", name)
-        rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name})", f"{speedup:.2f}x", "report", "-"])
-        for label, score in heads.items():
-            reference, other = maxp_scores("fp32", score), maxp_scores(name, score)
-            taus = [kendalltau(reference[qids == q], other[qids == q]).statistic for q in np.unique(qids)]
-            tau = float(np.mean(taus))  # nan when a side ties every document
-            rows.append(["8", f"{name} Kendall tau vs fp32, {label} (mean of {len(taus)} queries)",
-                         f"{tau:.3f}" if tau == tau else "nan (all tied)", ">= 0.99", tau >= 0.99])
-            detail.append([name, label, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
-                           f"{np.abs(reference - other).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
-    own = np.abs(maxp_scores("fp32", heads["model's random head"]) - rec.results["fp32"]).max()
-    detail.insert(0, ["fp32", "", "1", "1", "", "0", f"{rec.median_stats('fp32').wall:.2f}"])
+        scores = rec.results[name]
+        taus = [kendalltau(reference[qids == q], scores[qids == q]).statistic for q in np.unique(qids)]
+        tau = float(np.nanmean(taus)) if not np.all(np.isnan(taus)) else float("nan")  # nan: all tied
+        rows.append(["8", f"{name} speed-up vs fp32 (time fp32 / time {name}; rounds: {spread(rec, 'fp32', name)})",
+                     f"{speedup:.2f}x", "report", "-"])
+        rows.append(["8", f"{name} Kendall tau vs fp32, {what} (mean of {len(taus)} queries, min "
+                          f"{np.nanmin(taus):.3f})", f"{tau:.3f}" if tau == tau else "nan (all tied)",
+                     ">= 0.99" if trained else "-", tau >= 0.99 if trained else "-"])
+        detail.append([name, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
+                       f"{np.abs(reference - scores).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
+    detail.insert(0, ["fp32", "1", "1", f"{np.ptp(reference):.3f}", "0", f"{rec.median_stats('fp32').wall:.2f}"])
     try:
         capability = torch.backends.cpu.get_cpu_capability()
     except Exception:  # noqa: BLE001
         capability = "?"
+    flags = cpu_flags()
+    native = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
     details.append(C.table(
-        ["dtype", "head", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
-        title=f"Row 8, MaxP dtypes, {len(frame)} documents, {reps} rounds, CPU capability {capability} (no AVX512-BF16/"
-              f"AMX: bf16 matmuls are emulated). Scores re-computed from the captured window [CLS] vectors "
-              f"(check: own head vs the engine's scores {own:.0e}):"))
+        ["dtype", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
+        title=f"Row 8, MaxP dtypes ({what}: {source}), {len(frame)} documents of {frame.qid.nunique()} queries, "
+              f"{reps} rounds, CPU capability {capability}, native bf16: {', '.join(native) or 'none (emulated)'}:"))
     return rows
 
 
+def machine(started_at: str, load_before) -> str:
+    """The machine, its CPU's relevant flags, and how busy it was (the noise of the ratios)."""
+    import platform
+
+    import torch
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as file:
+            model = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), "")
+    except OSError:
+        pass
+    flags = cpu_flags()
+    shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags]
+    load_after = os.getloadavg()
+    return (f"machine: {model or platform.processor()}, {os.cpu_count()} logical CPUs, flags {' '.join(shown)}; "
+            f"torch {torch.__version__}; started {started_at}; load average (1 min) {load_before[0]:.1f} at the "
+            f"start, {load_after[0]:.1f} at the end (above the CPU count: other processes shared the cores)")
+
+
+def cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as file:
+            return next((set(line.split(":", 1)[1].split()) for line in file if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
 # --- row 7 -------------------------------------------------------------------------------------
-
-
-SLICES = 256  # texts per tokenizer call in the simulated engine fix (row 7d)
 
 
 def growth_frame(words, n, doc_tokens):
@@ -416,25 +460,21 @@ def growth_timing(model_dir, sizes, doc_tokens, batch_size, rounds):
 
 
 def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False) -> dict:
-    """Row 7: one subprocess per size, plus the smallest and largest size again with the engine fixes
-    of row 7d simulated, one after the other; returns {label: result dict}. ``in_process`` (--quick
-    only) runs them here instead, to save the start-up of five interpreters: a smoke test of the
-    code path, not a memory measurement."""
-    jobs = {n: (n, False) for n in sizes}
-    for n in (sizes[0], sizes[-1]):
-        jobs[f"fixed {n}"] = (n, True)
+    """Row 7: one subprocess per size, one after the other; returns {size: result dict}.
+    ``in_process`` (--quick only) runs them here instead, to save the start-up of interpreters:
+    a smoke test of the code path, not a memory measurement."""
     out = {}
-    for label, (n, fixes) in jobs.items():
+    for n in sizes:
         if in_process:
-            out[label] = growth_measure(n, model, batch_size, doc_tokens, fixes)
+            out[n] = growth_measure(n, model, batch_size, doc_tokens)
             continue
         command = [sys.executable, str(Path(__file__).resolve()), "--growth-child", str(n), "--model", model,
                    "--batch-size", str(batch_size), "--threads", str(threads),
                    "--min-tokens", str(doc_tokens[0]), "--max-tokens", str(doc_tokens[1])]
-        child = subprocess.run(command + (["--simulate-fixes"] if fixes else []), capture_output=True, text=True)
+        child = subprocess.run(command, capture_output=True, text=True)
         lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
-        out[label] = (json.loads(lines[-1]) if child.returncode == 0 and lines
-                      else {"error": (child.stderr or child.stdout)[-300:]})
+        out[n] = (json.loads(lines[-1]) if child.returncode == 0 and lines
+                  else {"error": (child.stderr or child.stdout)[-300:]})
     return out
 
 
@@ -457,9 +497,16 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
     extra = last["growth_mb"] - first["growth_mb"]
     rows.append(["7c", f"peak RSS growth, {sizes[-1]} docs minus {sizes[0]} docs", f"{extra:.0f} MB",
                  f"<= one batch ({one_batch:.0f} MB)", extra <= one_batch])
-    fixed = out[f"fixed {sizes[-1]}"]["growth_mb"] - out[f"fixed {sizes[0]}"]["growth_mb"]
-    rows.append(["7d", "  same with 2 engine fixes simulated (copy CLS rows; tokenize 256 texts/call)",
-                 f"{fixed:.0f} MB", f"<= one batch ({one_batch:.0f} MB)", fixed <= one_batch])
+    cache_mb, bound_mb = last["cache_mb"], last["cache_bound_mb"]
+    rows.append(["7d", f"  token cache after {sizes[-1]} docs (int32 ids + entry overhead)", f"{cache_mb:.1f} MB",
+                 f"<= its bound ({bound_mb:.0f} MB)", cache_mb <= bound_mb])
+    if len(sizes) > 2:
+        later = last["growth_mb"] - out[sizes[-2]]["growth_mb"]
+        rows.append(["7e", f"  peak RSS growth, {sizes[-1]} docs minus {sizes[-2]} docs (groups of <= 2,048 "
+                           f"documents: only the token cache still grows)", f"{later:.0f} MB",
+                     f"<= token cache growth + 10% of one batch "
+                     f"({last['cache_mb'] - out[sizes[-2]]['cache_mb'] + 0.1 * one_batch:.0f} MB)",
+                     later <= last["cache_mb"] - out[sizes[-2]]["cache_mb"] + 0.1 * one_batch])
     detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
                f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
                f"{r['growth_mb']:.0f}", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
@@ -476,9 +523,8 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
               f"Peak growth = peak RSS while scoring (5 ms sampler + ru_maxrss) minus RSS after loading, generating "
               f"the texts and a warm-up. One batch = peak RSS growth of the warm-up call (one "
               f"full batch of the longest windows, in a fresh process). Token cache = the engine's tokenization "
-              f"cache (int64 ids of every document scored).\n"
-              f"'fixed': chunk_features copies the CLS rows (.clone()) instead of returning a view that keeps each "
-              f"batch's whole last_hidden_state alive, and the tokenizer is called on {SLICES} texts at a time."))
+              f"cache (int32 ids of the documents scored, bounded in bytes by Tokenization.cache_bytes; the engine "
+              f"scores groups of at most 2,048 documents, and frees each group's features before the next)."))
     return rows
 
 
@@ -486,20 +532,17 @@ def growth_child(args) -> int:
     """Row 7, one run in its own process: prints the result of :func:`growth_measure` as JSON."""
     C.set_threads(args.threads)
     C.silence_loading()
-    print(json.dumps(growth_measure(args.growth_child, args.model, args.batch_size, (args.min_tokens, args.max_tokens),
-                                    args.simulate_fixes)))
+    print(json.dumps(growth_measure(args.growth_child, args.model, args.batch_size, (args.min_tokens, args.max_tokens))))
     return 0
 
 
-def growth_measure(n: int, model_dir: str, batch_size: int, doc_tokens, fixes: bool) -> dict:
+def growth_measure(n: int, model_dir: str, batch_size: int, doc_tokens) -> dict:
     """Time and peak RSS growth of MaxP scoring ``n`` generated documents."""
-    import contextlib
     import resource
 
     import torch
 
-    with simulated_fixes() if fixes else contextlib.nullcontext():
-        return _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch)
+    return _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch)
 
 
 def _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch) -> dict:
@@ -542,44 +585,15 @@ def _growth_measure(n, model_dir, batch_size, doc_tokens, resource, torch) -> di
     _, one_batch, _ = peak_growth(lambda: C.score_fresh(maxp, warm[:max(1, batch_size // 4)]))
     C.score_fresh(maxp, warm[:1])  # leave the tokenization cache (nearly) empty
     baseline, growth, stats = peak_growth(lambda: maxp.score_texts(queries, texts))
-    cache = getattr(maxp.model.tokenization, "inner", maxp.model.tokenization)
-    cache_bytes = sum(ids.nbytes for ids, _ in getattr(cache, "_cache", {}).values())
+    tokenization = maxp.model.tokenization
     return {
         "docs": n, "sequences": stats.sequences, "seconds": stats.wall, "threads": torch.get_num_threads(),
-        "baseline_mb": baseline / 2 ** 20, "growth_mb": growth / 2 ** 20, "cache_mb": cache_bytes / 2 ** 20,
+        "baseline_mb": baseline / 2 ** 20, "growth_mb": growth / 2 ** 20, "cache_mb": tokenization.cached_bytes / 2 ** 20,
+        "cache_bound_mb": tokenization.cache_bytes / 2 ** 20,
         "one_batch_mb": one_batch / 2 ** 20,
         **{k: getattr(stats, k) / stats.wall for k in ("tokenize", "plan", "batches", "encode", "aggregate")},
         "other": stats.other / stats.wall,
     }
-
-
-@contextmanager
-def simulated_fixes(slices: int = SLICES):
-    """The two engine changes row 7d tests, patched in this process only: the default
-    ``Aggregator.chunk_features`` copies the CLS rows (a view keeps each batch's whole
-    ``last_hidden_state`` alive until the group is aggregated), and the tokenizer is called on
-    ``slices`` texts at a time rather than a whole group of 2,048 documents."""
-    from pyterrier_longdoc._chunking import Tokenization
-    from pyterrier_longdoc.aggregators.base import Aggregator
-
-    original_features = Aggregator.chunk_features
-    original_tokenize = Tokenization._tokenize
-
-    def chunk_features(self, output, batch):
-        return original_features(self, output, batch).clone()
-
-    def tokenize(self, texts, max_tokens):
-        out = []
-        for start in range(0, len(texts), slices):
-            out += original_tokenize(self, texts[start:start + slices], max_tokens)
-        return out
-    Aggregator.chunk_features = chunk_features
-    Tokenization._tokenize = tokenize
-    try:
-        yield
-    finally:
-        Aggregator.chunk_features = original_features
-        Tokenization._tokenize = original_tokenize
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Long-document neural re-ranking for PyTerrier."""
 from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
 from ._version import __version__
+from .collection import Collection
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
 from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
                      ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
                      ParadeTransformerQ, SumP)
+from .text import TextLoader
 from .wrap import LongDoc
 
 __all__ = [
@@ -14,5 +16,5 @@ __all__ = [
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
-    "multi_seed_experiment", "load_collection", "LongDocCollection",
+    "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]

@@ -90,6 +90,19 @@ def length_sorted_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_
         yield build_batch(plan, index, query_ids, doc_ids, layout, pad_id)
 
 
+def input_order_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
+                        layout: SpecialLayout, batch_size: int, pad_id: int) -> Iterator[ChunkBatch]:
+    """The same batches without the length sort: chunks in input (document) order, each batch
+    padded to its own longest sequence. A baseline for benchmarks; never faster."""
+    for b in range(0, len(plan), batch_size):
+        yield build_batch(plan, np.arange(b, min(b + batch_size, len(plan))), query_ids, doc_ids, layout, pad_id)
+
+
+#: batching policies of ``LongDocModel.batching``
+BATCHINGS: dict[str, Callable[..., Iterator[ChunkBatch]]] = {
+    "length_sorted": length_sorted_batches, "input_order": input_order_batches}
+
+
 def build_batch(plan: ChunkPlan, index: np.ndarray, query_ids: Sequence[np.ndarray],
                 doc_ids: Sequence[np.ndarray], layout: SpecialLayout, pad_id: int) -> ChunkBatch:
     width = int(plan.lengths[index].max())

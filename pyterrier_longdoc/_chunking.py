@@ -187,6 +187,16 @@ class Tokenization:
                 self._remember(key, (tokens, was_cropped))
         return ids, cropped
 
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes the cache holds (ids and per-entry overhead), at most ``cache_bytes``."""
+        return self._cached_bytes
+
+    def clear(self) -> None:
+        """Forget every cached text (e.g. to time tokenizing again)."""
+        self._cache.clear()
+        self._cached_bytes = 0
+
     def _remember(self, key: bytes, value: tuple[np.ndarray, bool]) -> None:
         size = value[0].nbytes + _ENTRY_OVERHEAD
         if size > self.cache_bytes:

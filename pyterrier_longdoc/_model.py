@@ -4,8 +4,10 @@ The one differentiable scoring path (``LongDocModel.score``) serves inference an
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -14,8 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._batching import ChunkBatch, ChunkPlan, length_sorted_batches, run_with_backoff
+from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
+from ._cls_only import last_layer_at_cls, supports_cls_only
 from ._config import WEIGHTS_NAME, ModelConfig
 from .aggregators.base import Aggregator
 
@@ -29,8 +32,28 @@ class Scored:
     cropped_docs: int
 
 
+class ScoringObserver:
+    """Callbacks of :meth:`LongDocModel.score`, for profiling (``benchmarks/``): set
+    ``model.observer`` to an instance of a subclass. ``stage`` is called after each stage with
+    its wall time: ``"tokenize"`` (queries, then documents), ``"plan"``, ``"batch"`` (building one
+    batch, with it), ``"encode"`` (one encoder call, with its batch; in worker threads when there
+    are several workers) and ``"aggregate"``."""
+
+    def stage(self, name: str, seconds: float, batch: ChunkBatch | None = None) -> None:
+        pass
+
+
 class LongDocModel(nn.Module):
-    """A backbone encoder, the chunking it reads documents with, and an aggregator head."""
+    """A backbone encoder, the chunking it reads documents with, and an aggregator head.
+
+    Engine options (attributes, not saved): ``batching``, the batch policy (``"length_sorted"``,
+    the default, or ``"input_order"``, a baseline); ``cls_only_last_layer``, compute the last
+    encoder layer at [CLS] only at inference when the aggregator reads nothing else (on by
+    default where supported, see ``_cls_only``); ``observer``, a :class:`ScoringObserver`.
+    """
+
+    observer: ScoringObserver | None = None
+    batching: str = "length_sorted"
 
     def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
         super().__init__()
@@ -45,6 +68,7 @@ class LongDocModel(nn.Module):
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.cls_only_last_layer = aggregator.reads_cls_only and supports_cls_only(encoder)
 
     @property
     def device(self) -> torch.device:
@@ -57,14 +81,44 @@ class LongDocModel(nn.Module):
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
         """Per-chunk features of one batch (the aggregator decides what it keeps)."""
-        output = self.encoder(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            token_type_ids=batch.token_type_ids if self.uses_token_types else None,
-            output_hidden_states=self.aggregator.output_hidden_states,
-            **self.aggregator.encoder_inputs(self.encoder, batch),
-        )
+        # training keeps the full path: the same computation, but dropout draws stay as they were
+        at_cls = self.cls_only_last_layer and not self.encoder.training
+        with last_layer_at_cls(self.encoder, batch.attention_mask) if at_cls else contextlib.nullcontext():
+            output = self.encoder(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                token_type_ids=batch.token_type_ids if self.uses_token_types else None,
+                output_hidden_states=self.aggregator.output_hidden_states,
+                **self.aggregator.encoder_inputs(self.encoder, batch),
+            )
         return self.aggregator.chunk_features(output, batch)
+
+    @contextlib.contextmanager
+    def _stage(self, name: str, batch: ChunkBatch | None = None):
+        observer = self.observer
+        if observer is None:
+            yield
+            return
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            observer.stage(name, time.perf_counter() - start, batch)
+
+    def _observed_batches(self, batches):
+        iterator = iter(batches)
+        while True:
+            with self._stage("batch"):
+                batch = next(iterator, None)
+            if batch is None:
+                return
+            yield batch
+
+    def _observed(self, worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:
+        def encode(batch):
+            with self._stage("encode", batch):
+                return worker(batch)
+        return encode if self.observer is not None else worker
 
     def chunk_spans(self, text: str) -> list[tuple[int, int]]:
         """The (start, end) document-token spans encoded of ``text``, one per chunk."""
@@ -78,15 +132,24 @@ class LongDocModel(nn.Module):
         ``workers`` encode batches instead of this model (e.g. replicas on other devices, each
         taking a CPU batch); with several, batches are shared among them in threads.
         """
-        query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
-        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
-        plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
-        batches = length_sorted_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        with self._stage("tokenize"):
+            query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
+        with self._stage("tokenize"):
+            doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        with self._stage("plan"):
+            plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+        try:
+            make_batches = BATCHINGS[self.batching]
+        except KeyError:
+            raise ValueError(f"unknown batching {self.batching!r}; use one of {', '.join(BATCHINGS)}") from None
+        batches = make_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        if self.observer is not None:
+            batches = self._observed_batches(batches)
         if progress is not None:  # the sequences of this group, now that they are known
             progress.total = (progress.total or 0) + len(plan)
             progress.refresh()
         workers = workers or [lambda batch: self.encode(batch.to(self.device))]
-        workers = [_owning(worker) for worker in workers]
+        workers = [self._observed(_owning(worker)) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
         if len(workers) == 1:
@@ -125,7 +188,8 @@ class LongDocModel(nn.Module):
             grouped.append(empty.index_put((doc, position), features))
         mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
         mask[doc, position] = True
-        scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
+        with self._stage("aggregate"):
+            scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
         return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:

@@ -105,23 +105,44 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
-        self.runtime = Runtime(batch_size, text_field, device, dtype, verbose)
+        folder = _saved_folder(str(model_name_or_path))
+        self._runtime(Runtime(batch_size, text_field, device, dtype, verbose), fit_options)
         self._source = (str(model_name_or_path), {**settings, **({"trust_remote_code": True} if trust_remote_code
                                                                  else {})})
-        self.devices = self.runtime.devices()
+        config, model = self._build(folder, settings, trust_remote_code, verify_weights)
+        self._attach(config, model, folder)
+
+    @classmethod
+    def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
+                   **runtime) -> "LongDocReranker":
+        """A reranker around a model built in memory (``LongDocModel``, e.g. another model's
+        encoder with a new head) and its ``ModelConfig``; ``runtime`` are the runtime options."""
+        cls = model_class(config.model) if cls.name is None else cls
+        if config.model != cls.name:
+            raise ValueError(f"the config is of a {config.model!r} model, not {cls.name!r}")
+        reranker = cls.__new__(cls)
+        reranker._runtime(Runtime(**runtime), fit_options)
+        reranker._source = (config.base_model or "<in memory>", {})
+        reranker._attach(config, model, config.base_model or pt.Artifact.NO_PATH)
+        return reranker
+
+    def _runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
+        self.runtime = runtime
+        self.devices = runtime.devices()
         self.device = self.devices[0]
-        self.int8 = dtype == "int8"
+        self.int8 = runtime.dtype == "int8"
         if self.int8 and any(d.type != "cpu" for d in self.devices):
             raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the CPU only")
-        self.autocast_dtype = None if self.int8 else resolve_dtype(dtype, self.device)
+        self.autocast_dtype = None if self.int8 else resolve_dtype(runtime.dtype, self.device)
         self._replicas: tuple[tuple, list[LongDocModel]] | None = None
         self.fit_options = dict(fit_options or {})
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
-        folder = _saved_folder(str(model_name_or_path))
-        self.config, self.model = self._build(folder, settings, trust_remote_code, verify_weights)
+
+    def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
+        self.config, self.model = config, model
         self.model.to(self.device)
-        pt.Artifact.__init__(self, folder)
+        pt.Artifact.__init__(self, path)
 
     # the runtime options, also as attributes of the model
     batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))

@@ -25,12 +25,15 @@ are licensed and must be provided locally; see the ir_datasets documentation).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import pyterrier as pt
+
+from .collection import Collection
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,9 @@ class DocumentText(pt.Transformer):
 
 
 @dataclass
-class LongDocCollection:
-    """What :func:`load_collection` returns; unpacks as ``topics, qrels, text``.
+class LongDocCollection(Collection):
+    """What :func:`load_collection` returns (the shape of :mod:`pyterrier_longdoc.collection`,
+    without documents and positions in memory); unpacks as ``topics, qrels, text``.
 
     Attributes:
         topics: ``qid, query`` (with a fold: the test fold's topics).
@@ -107,15 +111,16 @@ class LongDocCollection:
     splits: dict[str, pd.DataFrame] = field(default_factory=dict)
     dataset: Any = field(default=None, repr=False)
 
-    def __iter__(self):
-        return iter((self.topics, self.qrels, self.text))
+    documents = positions = None  # too large to hold, or not known
 
-    def split(self, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(topics, qrels)`` of ``"train"``, ``"valid"`` or ``"test"`` (needs a fold)."""
+    def split(self, name: str) -> "LongDocCollection":
+        """The collection with the topics (and qrels) of ``"train"``, ``"valid"`` or ``"test"``
+        (needs a fold); unpack it as ``topics, qrels, text``."""
         if name not in self.splits:
             raise ValueError(f"{self.name} has no split {name!r}; splits: {sorted(self.splits) or 'none (no fold)'}")
-        topics = self.splits[name]
-        return topics, self.qrels[self.qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
+        topics = self.splits[name]  # self.topics holds the test fold's only
+        qrels = self._with_topics(set(topics["qid"]))["qrels"]
+        return dataclasses.replace(self, topics=topics, qrels=qrels)
 
     def candidates(self, k: int = 100) -> pd.DataFrame:
         """The collection's official first-stage run (MS MARCO's top 100), ``qid, docno, score, rank``,

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import pandas as pd
 import pyterrier as pt
 
+from .collection import InMemoryCollection
+
 __all__ = ["DEFAULT_NEGATIVES", "NEGATIVE_KINDS", "SyntheticCollection", "make_collection", "passage_triples"]
 
 # --- word lists ------------------------------------------------------------------------------
@@ -352,53 +354,40 @@ def _document(
 
 
 # --- the collection ----------------------------------------------------------------------------
-class _TextLoader(pt.Transformer):
-    """Adds a ``text`` column by docno from an in-memory document table."""
-
-    def __init__(self, docs: pd.DataFrame):
-        self._text = dict(zip(docs["docno"], docs["text"]))
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["docno"], context=self)
-        unknown = sorted(set(inp["docno"]) - self._text.keys())
-        if unknown:
-            raise KeyError(f"unknown docnos ({len(unknown)}): {unknown[:10]}")
-        return inp.assign(text=[self._text[d] for d in inp["docno"]])
-
-    def __repr__(self) -> str:
-        return f"SyntheticCollection.get_text() over {len(self._text)} docs"
-
-
 @dataclass(frozen=True, eq=False, repr=False)
-class SyntheticCollection:
-    """A generated collection; see :func:`make_collection`.
+class SyntheticCollection(InMemoryCollection):
+    """A generated collection; see :func:`make_collection` (the shape of
+    :mod:`pyterrier_longdoc.collection`).
 
     Attributes:
-        docs: ``docno, text``.
+        documents: ``docno, text``.
         topics: ``qid, query, split ('train'|'test'), position ('near'|'far')``.
         qrels: ``qid, docno, label``: 1 for the answering document, 0 for the query's
             hard negatives.
-        answers: ``qid, docno, start_char, end_char, start_word, end_word``: where the
-            answering passage sits in the relevant document (``text[start_char:end_char]``,
-            ``text.split()[start_word:end_word]``).
+        positions: ``qid, docno, char_start, char_end, word_start, word_end``: where the
+            answering passage sits in the relevant document (``text[char_start:char_end]``,
+            ``text.split()[word_start:word_end]``).
     """
 
-    docs: pd.DataFrame
+    documents: pd.DataFrame
     topics: pd.DataFrame
     qrels: pd.DataFrame
-    answers: pd.DataFrame
+    positions: pd.DataFrame
+
+    # version 0.1's names
+    docs = property(lambda self: self.documents)
+    answers = property(lambda self: self.positions.rename(columns=_OLD_POSITION_NAMES))
+
+    def get_text(self) -> pt.Transformer:
+        """The same as ``text``."""
+        return self.text
 
     def _subset(self, keep: pd.Series) -> SyntheticCollection:
-        """The same docs with the topics selected by ``keep`` (a mask over ``topics``)."""
-        qids = set(self.topics.loc[keep, "qid"])
-
-        def select(frame: pd.DataFrame) -> pd.DataFrame:
-            return frame[frame["qid"].isin(qids)].reset_index(drop=True)
-
-        return SyntheticCollection(self.docs, select(self.topics), select(self.qrels), select(self.answers))
+        """The same documents with the topics selected by ``keep`` (a mask over ``topics``)."""
+        return SyntheticCollection(self.documents, **self._with_topics(set(self.topics.loc[keep, "qid"])))
 
     def split(self, name: str) -> SyntheticCollection:
-        """The topics (and their qrels and answers) of split ``name``: 'train' or 'test'."""
+        """The topics (and their qrels and positions) of split ``name``: 'train' or 'test'."""
         if name not in _SPLITS:
             raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(_SPLITS)}")
         return self._subset(self.topics["split"] == name)
@@ -411,17 +400,10 @@ class SyntheticCollection:
         """The topics whose answer starts at word ``far_start`` or later."""
         return self._subset(self.topics["position"] == "far")
 
-    def get_text(self) -> pt.Transformer:
-        """A transformer adding the ``text`` column by docno, like ``pt.text.get_text``.
-
-        Raises ``KeyError`` naming docnos that are not in ``docs``.
-        """
-        return _TextLoader(self.docs)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SyntheticCollection):
             return NotImplemented
-        return all(getattr(self, f).equals(getattr(other, f)) for f in ("docs", "topics", "qrels", "answers"))
+        return all(getattr(self, f).equals(getattr(other, f)) for f in ("documents", "topics", "qrels", "positions"))
 
     __hash__ = None  # type: ignore[assignment]  # frames are mutable
 
@@ -430,9 +412,13 @@ class SyntheticCollection:
             return ", ".join(f"{n} {k}" for k, n in self.topics[column].value_counts().sort_index().items())
 
         return (
-            f"SyntheticCollection({len(self.docs)} docs, {len(self.topics)} topics: "
+            f"SyntheticCollection({len(self.documents)} docs, {len(self.topics)} topics: "
             f"{counts('split')}; {counts('position')})"
         )
+
+
+_OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word_start": "start_word",
+                       "word_end": "end_word"}
 
 
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
@@ -547,11 +533,11 @@ def make_collection(
                 answers.append((qid, docno, *spans[0]))
 
     return SyntheticCollection(
-        docs=pd.DataFrame(docs, columns=["docno", "text"]),
+        documents=pd.DataFrame(docs, columns=["docno", "text"]),
         topics=pd.DataFrame(topics, columns=["qid", "query", "split", "position"]),
         qrels=pd.DataFrame(qrels, columns=["qid", "docno", "label"]),
-        answers=pd.DataFrame(
-            answers, columns=["qid", "docno", "start_char", "end_char", "start_word", "end_word"]
+        positions=pd.DataFrame(
+            answers, columns=["qid", "docno", "char_start", "char_end", "word_start", "word_end"]
         ),
     )
 

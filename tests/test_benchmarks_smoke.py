@@ -57,7 +57,7 @@ def test_run_table_has_every_row(outputs):
     for key, measure, measured, target, met in rows:
         by_key.setdefault(key, []).append((measure, measured, target, met))
         assert measured and target and met in ("yes", "NO", "-"), (key, measure, measured, target, met)
-    for key in ("1a", "1b", "2a", "2b", "2c", "3", "5", "6", "7a", "7b", "7c", "7d"):
+    for key in ("1a", "1b", "1c", "2a", "2b", "2c", "3", "5", "6", "7a", "7b", "7c", "7d"):
         assert key in by_key, f"missing row {key}"
     row4 = " ".join(measure for measure, *_ in by_key["4"])
     for name in ("parade_avg", "parade_max", "parade_sum", "parade_attn", "sump"):
@@ -66,6 +66,10 @@ def test_run_table_has_every_row(outputs):
     row8 = " ".join(measure for measure, *_ in by_key["8"])
     for what in ("bf16 speed-up", "bf16 Kendall tau", "int8 speed-up", "int8 Kendall tau"):
         assert what in row8, f"row 8 lacks {what}"
+    row9 = " ".join(measure for measure, *_ in by_key["9"])
+    for peer in ("onnxruntime fp32", "onnxruntime int8", "openvino fp32", "fastest fp32 peer"):
+        assert peer in row9, f"row 9 lacks {peer}"
+    assert "could not run" not in row9, row9
     # the CrossEncoder saw exactly our (query, window) inputs and gave the same scores
     assert "identical input ids: yes" in by_key["1b"][0][0]
     assert by_key["1b"][0][3] == "yes", by_key["1b"]

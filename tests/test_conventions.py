@@ -131,3 +131,13 @@ def test_non_finite_scores_are_named_with_their_rows(tiny_bert):
         model(candidates)
     with pytest.raises(ValueError, match=r"non-finite scores .* pair 0 \(query 'what cat'\)"):
         model.score_texts(["what cat"], ["the castle"])
+
+
+def test_a_reranker_around_a_model_built_in_memory(tiny_bert):
+    model = new_model(tiny_bert)
+    again = pl.LongDocReranker.from_model(model.model, model.config, batch_size=3)
+    assert type(again) is pl.MaxP and again.batch_size == 3 and again.model is model.model
+    _, _, candidates = toy_task()
+    np.testing.assert_allclose(again(candidates)["score"], model(candidates)["score"], atol=1e-6)
+    with pytest.raises(ValueError, match="not 'firstp'"):
+        pl.FirstP.from_model(model.model, model.config)

@@ -123,7 +123,7 @@ def test_robust04_title_and_description_with_the_standard_folds(loaded):
     assert sorted(title.splits["train"]["qid"]) == sorted(STAND_IN_FOLDS[1] + STAND_IN_FOLDS[2] + STAND_IN_FOLDS[3])
     assert title.topics["query"].iloc[0] == "title 301"
     assert len(title.qrels) == 10  # qrels of every topic; split() filters them
-    train_topics, train_qrels = title.split("train")
+    train_topics, train_qrels, _ = title.split("train")  # a collection: topics, qrels, text
     assert set(train_qrels["qid"]) == set(train_topics["qid"])
     assert title.text(pd.DataFrame({"docno": ["FBIS-301"]}))["text"].iloc[0] == "Head Body text"
     desc = load_collection("robust04-desc")

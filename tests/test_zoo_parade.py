@@ -55,3 +55,20 @@ def test_pretrained_aggregator_loads_without_its_source(tmp_path):
 def test_pretrained_needs_an_aggregator_model(tiny_bert):
     with pytest.raises(ValueError, match="aggregator_model"):
         ParadeTransformer.from_pretrained(tiny_bert, init="pretrained")
+
+
+def test_pretrained_aggregator_gives_the_chunk_vectors_token_type_1(tmp_path):
+    # as the reference code (parade_transf.py): C and the query tokens type 0, the chunk vectors type 1
+    path, settings = tiny_backbone_for("parade_transformer_q", tmp_path)
+    model = ParadeTransformerQ.from_pretrained(path, **{**settings, "layers": 1})
+    calls = []
+    hook = model.model.aggregator.encoder.register_forward_pre_hook(
+        lambda module, args, kwargs: calls.append(kwargs), with_kwargs=True)
+    try:
+        model.score_texts(["castle river"], ["the castle river " * 8])
+    finally:
+        hook.remove()
+    types, mask = calls[0]["token_type_ids"][0], calls[0]["attention_mask"][0].bool()
+    n_query = 2  # "castle river": one vector per query token of the first chunk
+    n_chunks = len(model.chunk_spans("the castle river " * 8))
+    assert types[mask].tolist() == [0] * (1 + n_query) + [1] * n_chunks

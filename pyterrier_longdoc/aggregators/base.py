@@ -55,6 +55,15 @@ class Aggregator(nn.Module):
         """By default the chunk's vector as its head pools it ([CLS] of the last layer, or ModernBERT's mean)."""
         return pool(output, batch.attention_mask, getattr(getattr(self, "head", None), "pooling", "cls"))
 
+    @property
+    def reads_cls_only(self) -> bool:
+        """Whether the features are the last layer's [CLS] vectors and nothing else (the default
+        ``chunk_features`` with a [CLS]-pooling head): the engine may then compute the last layer
+        at [CLS] only."""
+        return (type(self).chunk_features is Aggregator.chunk_features and not self.output_hidden_states
+                and type(self).encoder_inputs is Aggregator.encoder_inputs
+                and getattr(getattr(self, "head", None), "pooling", "cls") == "cls")
+
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 

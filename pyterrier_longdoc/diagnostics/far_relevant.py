@@ -10,6 +10,7 @@ control with the very same passages whose relevant passage sits inside the first
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .._frames import keyed_rng, sort_results
+from ..collection import InMemoryCollection
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
 VARIANTS = ("far", "near")
@@ -32,10 +34,11 @@ _NOT_ADDITIVE = "token counts not additive over passages"
 
 
 @dataclass
-class FarRelevantCollection:
-    """A generated collection; every frame uses string ``qid`` / ``docno``.
+class FarRelevantCollection(InMemoryCollection):
+    """A generated collection (the shape of :mod:`pyterrier_longdoc.collection`); every frame
+    uses string ``qid`` / ``docno``.
 
-    documents: ``docno, text``; queries: ``qid, query``; qrels: ``qid, docno, label`` (document
+    documents: ``docno, text``; topics: ``qid, query``; qrels: ``qid, docno, label`` (document
     level); positions: the relevant passage in its document, ``qid, docno, passage_docno,
     char_start, char_end, token_start, token_end, doc_tokens`` (end exclusive, so
     ``text[char_start:char_end]`` is the passage); candidates: ``qid, query, docno, text, label,
@@ -45,7 +48,7 @@ class FarRelevantCollection:
     """
 
     documents: pd.DataFrame
-    queries: pd.DataFrame
+    topics: pd.DataFrame
     qrels: pd.DataFrame
     positions: pd.DataFrame
     candidates: pd.DataFrame
@@ -53,10 +56,13 @@ class FarRelevantCollection:
     variant: str
     config: dict[str, Any] = field(default_factory=dict)
 
-    def get_corpus_iter(self) -> Iterator[dict[str, str]]:
-        """Documents as dicts, for ``pt.IterDictIndexer(...).index(coll.get_corpus_iter())``."""
-        for docno, text in zip(self.documents["docno"], self.documents["text"]):
-            yield {"docno": docno, "text": text}
+    queries = property(lambda self: self.topics)  # version 0.1's name
+
+    def split(self, qids) -> FarRelevantCollection:
+        """The same documents with the topics ``qids`` (and their qrels, positions and candidates)."""
+        qids = set(qids)
+        candidates = self.candidates[self.candidates["qid"].isin(qids)].reset_index(drop=True)
+        return dataclasses.replace(self, **self._with_topics(qids), candidates=candidates)
 
 
 @dataclass
@@ -179,7 +185,7 @@ def build_far_relevant(
     candidates = _candidates(built, built_queries, documents, negatives, retrieved, retrieved_negatives, seed)
     return FarRelevantCollection(
         documents=documents,
-        queries=built_queries,
+        topics=built_queries,
         qrels=built[["qid", "docno", "label"]].reset_index(drop=True),
         positions=built[
             ["qid", "docno", "passage_docno", "char_start", "char_end", "token_start", "token_end", "doc_tokens"]

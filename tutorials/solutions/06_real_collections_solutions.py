@@ -156,8 +156,8 @@ ROBUST_TRAINING = dict(epochs=10, loss="margin", negatives=1, top_k=100, lr=1e-5
 def robust04_fold_run(name, seed, fold, query="title"):
     """Fine-tune the MS MARCO model on the fold's training topics, re-rank its test topics."""
     robust = load_collection(f"robust04-{query}", fold=fold)
-    train_topics, train_qrels = robust.split("train")
-    valid_topics, valid_qrels = robust.split("valid")
+    train_topics, train_qrels, _ = robust.split("train")
+    valid_topics, valid_qrels, _ = robust.split("valid")
     first_stage = bm25_robust() % 100
     model = MODELS[name].from_pretrained(msmarco_model(name, seed), batch_size=BATCH_SIZE[name],
                                          device=DEVICE, dtype=TRAIN_DTYPE, verbose=True)

@@ -1,0 +1,135 @@
+"""The engine's fast paths give the scores of its plain path, and the seams benchmarks use
+(``model.batching``, ``model.observer``, the token cache's size) do what they say."""
+import numpy as np
+import pytest
+import torch
+
+import pyterrier_longdoc as pl
+from conftest import WORDS
+from cross_encoders import write_cross_encoder
+from pyterrier_longdoc._model import ScoringObserver
+
+# the models whose chunk features are the last layer's [CLS] vectors
+READ_CLS_ONLY = ("firstp", "maxp", "sump", "kmax_avgp", "avgp", "parade_avg", "parade_max", "parade_sum",
+                 "parade_attn", "parade_cnn")
+SETTINGS = {"window": 12, "stride": 6, "max_doc_tokens": 60}
+
+
+def documents(n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    words = list(WORDS)
+    queries = [" ".join(rng.choice(words, 3)) for _ in range(n)]
+    texts = [" ".join(rng.choice(words, int(rng.integers(4, 70)))) for _ in range(n)]
+    return queries, texts
+
+
+def both_paths(reranker, queries, texts):
+    fast = reranker.score_texts(queries, texts)
+    reranker.model.cls_only_last_layer = False
+    full = reranker.score_texts(queries, texts)
+    reranker.model.cls_only_last_layer = True
+    return fast, full
+
+
+@pytest.mark.parametrize("name", READ_CLS_ONLY)
+def test_last_layer_at_cls_only_gives_the_full_paths_scores(tiny_bert, name):
+    torch.manual_seed(0)
+    settings = {} if name in ("firstp", "avgp") else SETTINGS
+    reranker = pl.model_class(name)(tiny_bert, batch_size=4, **settings)
+    assert reranker.model.cls_only_last_layer
+    fast, full = both_paths(reranker, *documents())
+    assert np.abs(fast - full).max() <= 1e-5
+    assert np.ptp(full) > 1e-4  # the documents are told apart: the comparison can fail
+
+
+@pytest.mark.parametrize("arch", ["bert", "electra", "roberta"])
+def test_last_layer_at_cls_only_with_a_cross_encoders_own_head(tmp_path, arch):
+    folder = write_cross_encoder(tmp_path / arch, arch)
+    reranker = pl.MaxP(str(folder), batch_size=4, **SETTINGS)
+    assert reranker.model.cls_only_last_layer
+    queries, texts = documents()
+    fast, full = both_paths(reranker, queries, texts)
+    assert np.abs(fast - full).max() <= 1e-5
+
+
+def test_the_cls_only_layer_leaves_the_encoder_as_it_was(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, **SETTINGS)
+    layers = list(reranker.model.encoder.encoder.layer)
+    keys = set(reranker.model.state_dict())
+    reranker.score_texts(*documents())
+    assert list(reranker.model.encoder.encoder.layer) == layers
+    assert set(reranker.model.state_dict()) == keys
+
+
+@pytest.mark.parametrize("name", ["parade_transformer", "cedr_knrm", "neural_model1"])
+def test_models_that_read_more_than_cls_keep_the_full_path(tiny_bert, name):
+    from zoo_backbones import ZOO_SETTINGS
+
+    reranker = pl.model_class(name)(tiny_bert, **ZOO_SETTINGS[name])
+    assert not reranker.model.cls_only_last_layer
+
+
+def test_mean_pooling_and_other_layouts_keep_the_full_path(tmp_path):
+    modernbert = pl.MaxP(str(write_cross_encoder(tmp_path / "modernbert", "modernbert")), **SETTINGS)
+    assert not modernbert.model.cls_only_last_layer  # its head reads the mean of every position
+    deberta = pl.MaxP(str(write_cross_encoder(tmp_path / "deberta", "deberta-v2")), **SETTINGS)
+    assert not deberta.model.cls_only_last_layer  # not a BERT-style layer
+
+
+def test_training_takes_the_full_path(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, **SETTINGS)
+    seen = []
+    last = reranker.model.encoder.encoder.layer[-1]
+    last.register_forward_hook(lambda module, args, output: seen.append(output.shape[1]))
+    reranker.model.train()
+    queries, texts = documents(2)
+    reranker.score_batch(queries, texts)
+    assert seen and min(seen) > 1  # every position of the last layer
+    seen.clear()
+    reranker.score_texts(queries, texts)
+    assert not seen  # at inference the stand-in layer ran instead
+
+
+class Recording(ScoringObserver):
+    def __init__(self):
+        self.stages = []
+        self.encoded = []
+
+    def stage(self, name, seconds, batch=None):
+        assert seconds >= 0
+        self.stages.append(name)
+        if name == "encode":
+            self.encoded += list(batch.index)
+
+
+def test_observer_sees_every_stage_and_every_chunk_once(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, batch_size=3, **SETTINGS)
+    observer = Recording()
+    reranker.model.observer = observer
+    queries, texts = documents()
+    reranker.score_texts(queries, texts)
+    assert observer.stages[:3] == ["tokenize", "tokenize", "plan"]
+    assert observer.stages[-1] == "aggregate"
+    assert {"batch", "encode"} <= set(observer.stages)
+    n_chunks = sum(len(reranker.chunk_spans(t)) for t in texts)
+    assert sorted(observer.encoded) == list(range(n_chunks))
+
+
+def test_input_order_batching_gives_the_same_scores_and_bad_names_are_refused(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, batch_size=3, **SETTINGS)
+    queries, texts = documents()
+    sorted_scores = reranker.score_texts(queries, texts)
+    reranker.model.batching = "input_order"
+    np.testing.assert_allclose(reranker.score_texts(queries, texts), sorted_scores, atol=1e-6)
+    reranker.model.batching = "random"
+    with pytest.raises(ValueError, match="unknown batching 'random'"):
+        reranker.score_texts(queries, texts)
+
+
+def test_token_cache_reports_its_size_and_clears(tiny_bert):
+    reranker = pl.MaxP(tiny_bert, **SETTINGS)
+    tokenization = reranker.model.tokenization
+    reranker.score_texts(*documents())
+    assert 0 < tokenization.cached_bytes <= tokenization.cache_bytes
+    tokenization.clear()
+    assert tokenization.cached_bytes == 0
