@@ -370,7 +370,7 @@ def synthetic_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> di
         tests[split] = labelled(run)
     fit_data = {"topics": train.topics[["qid", "query"]], "qrels": train.qrels, "candidates": train_candidates}
     triples = passage_triples(train, negatives_per_query=4, seed=0)
-    description = (f"synthetic collection: {len(collection.docs)} documents, {len(train.topics)} training queries, "
+    description = (f"synthetic collection: {len(collection.documents)} documents, {len(train.topics)} training queries, "
                    + ", ".join(f"{t['qid'].nunique()} {s} test queries" for s, t in tests.items())
                    + f", BM25's top {sizes['synthetic_candidates']} candidates; passage stage on {len(triples)} "
                    "triples of the training queries' answer passages")

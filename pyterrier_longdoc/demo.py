@@ -232,8 +232,7 @@ def experiment(runs: dict[str, pd.DataFrame], subset) -> pd.DataFrame:
 def _positional_bias_plot(collection, path: Path, tokenizer: str) -> Path:
     from .diagnostics import plot_positional_bias, positional_bias
 
-    relevant = collection.answers.rename(columns={"start_char": "char_start", "end_char": "char_end"})
-    table = positional_bias(relevant, collection.docs, tokenizer=tokenizer, chunk_size=512)
+    table = positional_bias(collection.positions, collection.documents, tokenizer=tokenizer, chunk_size=512)
     return plot_positional_bias(table, path, title="Where the answer passage starts (generated collection)")
 
 
