@@ -554,20 +554,20 @@ def passage_triples(collection: SyntheticCollection, *, negatives_per_query: int
     """
     if negatives_per_query < 1:
         raise ValueError(f"negatives_per_query must be positive, got {negatives_per_query}")
-    text = dict(zip(collection.docs["docno"], collection.docs["text"]))
+    text = dict(zip(collection.documents["docno"], collection.documents["text"]))
     negatives = collection.qrels[collection.qrels["label"] == 0].groupby("qid")["docno"].apply(list).to_dict()
-    answers = collection.answers.set_index("qid")
+    answers = collection.positions.set_index("qid")
     rows = []
     for qid, query in zip(collection.topics["qid"], collection.topics["query"]):
         if qid not in answers.index or not negatives.get(qid):
             continue
         answer = answers.loc[qid]
-        positive = text[answer["docno"]][answer["start_char"]:answer["end_char"]]
-        length = int(answer["end_word"] - answer["start_word"])
+        positive = text[answer["docno"]][answer["char_start"]:answer["char_end"]]
+        length = int(answer["word_end"] - answer["word_start"])
         rng = random.Random(f"pyterrier_longdoc.synthetic.passages:{seed}:{qid}")
         for _ in range(negatives_per_query):
             words = text[rng.choice(negatives[qid])].split()
-            start = min(int(answer["start_word"]), max(0, len(words) - length))
+            start = min(int(answer["word_start"]), max(0, len(words) - length))
             start = max(0, start + rng.randint(-length, length))
             rows.append((qid, query, positive, " ".join(words[start:start + length])))
     return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])

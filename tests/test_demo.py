@@ -80,14 +80,15 @@ def test_expected_random_rr():
     assert expected_random_rr(missed, one) == 0.0
 
 
-def readme_tables() -> dict[str, dict[str, dict[str, float]]]:
+def readme_tables(text: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """The README's demo results: ``{dtype: {system: {"near": rr, "far": rr}}}`` from the markdown
     tables that follow ``<!-- demo-results: fp32 -->`` and ``<!-- demo-results: bf16 -->``."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "README.md").read_text() if text is None else text
     out = {}
     for dtype in ("fp32", "bf16"):
         marker = f"<!-- demo-results: {dtype} -->"
-        assert marker in text, f"README.md has no {marker} line before the demo's {dtype} results table"
+        if marker not in text:
+            continue
         rows = {}
         for line in text.split(marker, 1)[1].strip().splitlines():
             if not line.startswith("|"):
@@ -97,6 +98,7 @@ def readme_tables() -> dict[str, dict[str, dict[str, float]]]:
             if all(numbers):
                 rows[cells[0]] = {"near": float(numbers[0].group()), "far": float(numbers[1].group())}
         out[dtype] = rows
+    assert out, "README.md has no '<!-- demo-results: fp32 -->' or '<!-- demo-results: bf16 -->' line before a table"
     return out
 
 
@@ -108,6 +110,32 @@ def readme_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
             "far: FirstP near random": abs(rows["FirstP"]["far"] - random_rr["far"]) <= 0.15,
             "near: every model 0.2 above random": all(rows[m]["near"] >= random_rr["near"] + 0.2
                                                       for m in ("FirstP", "MaxP", "ParadeAttn"))}
+
+
+SAMPLE = """
+<!-- demo-results: bf16 -->
+| system | RR near | RR far |
+|---|---|---|
+| random order | 0.521 | 0.521 |
+| BM25 | 0.600 | 0.580 |
+| FirstP | 0.900 (+0.0%) | 0.530 |
+| MaxP | 0.880 | 0.850 |
+| ParadeAttn | 0.950 | 0.900 |
+
+Prose after the table.
+"""
+
+
+def test_readme_tables_are_parsed():
+    tables = readme_tables(SAMPLE)
+    assert list(tables) == ["bf16"]
+    assert tables["bf16"]["FirstP"] == {"near": 0.9, "far": 0.53}
+    assert set(tables["bf16"]) == {"random order", *SYSTEMS}
+    assert all(readme_conclusions(tables["bf16"]).values())
+    flipped = SAMPLE.replace("| MaxP | 0.880 | 0.850 |", "| MaxP | 0.880 | 0.500 |")
+    assert not readme_conclusions(readme_tables(flipped)["bf16"])["far: MaxP and ParadeAttn above FirstP"]
+    with pytest.raises(AssertionError, match="no '<!-- demo-results"):
+        readme_tables("no tables here")
 
 
 def test_readme_states_the_same_conclusions_in_fp32_and_bf16():
@@ -126,6 +154,7 @@ def test_a_fresh_demo_run_matches_the_readme():
     tables = readme_tables()
     results_path = ROOT / "demo-output" / "results.json"
     if not results_path.exists():
+        assert set(tables) == {"fp32", "bf16"}, f"README.md states the demo's results in {sorted(tables)} only"
         for system in (*SYSTEMS, "random order"):
             for split in ("near", "far"):
                 fp32, bf16 = tables["fp32"][system][split], tables["bf16"][system][split]
@@ -136,6 +165,7 @@ def test_a_fresh_demo_run_matches_the_readme():
         return  # a smoke run of the demo: nothing to compare
     failed = [c for c, holds in results["conclusions"].items() if not holds]
     assert not failed, f"the demo's run ({results['dtype']}) does not show: {failed}"
+    assert results["dtype"] in tables, f"README.md states no {results['dtype']} results for this run to match"
     stated = tables[results["dtype"]]
     for split in ("near", "far"):
         got = {row["name"]: row["RR"] for row in results["tables"][split]}

@@ -122,3 +122,23 @@ def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
     from sentence_transformers import CrossEncoder
 
     assert CrossEncoder(path).predict([("what is cat", "the cat")]).shape == (1,)
+
+
+def test_synthetic_passage_triples_cut_negatives_from_the_topics_hard_negatives():
+    from pyterrier_longdoc.synthetic import make_collection, passage_triples as synthetic_triples
+
+    collection = make_collection(n_queries=6)
+    train = collection.split("train")
+    triples = synthetic_triples(train, negatives_per_query=3, seed=1)
+    assert len(triples) == 3 * len(train.topics)
+    text = dict(zip(collection.documents["docno"], collection.documents["text"]))
+    for qid, group in triples.groupby("qid"):
+        answer = train.positions.set_index("qid").loc[qid]
+        assert set(group["positive"]) == {text[answer["docno"]][answer["char_start"]:answer["char_end"]]}
+        negatives = train.qrels[(train.qrels["qid"] == qid) & (train.qrels["label"] == 0)]["docno"]
+        for negative in group["negative"]:
+            assert any(negative in text[d] for d in negatives)
+            assert 0 < len(negative.split()) <= answer["word_end"] - answer["word_start"]
+    assert synthetic_triples(train, negatives_per_query=3, seed=1).equals(triples)
+    with pytest.raises(ValueError, match="negatives_per_query must be positive"):
+        synthetic_triples(train, negatives_per_query=0)
