@@ -24,7 +24,7 @@ def outputs():
              for name in ("padding", "run")}
     out = {}
     for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=300)
+        stdout, stderr = proc.communicate(timeout=900)  # --quick takes about a minute alone, several on a loaded machine
         assert proc.returncode == 0, f"{name}.py --quick failed:\n{stdout[-2000:]}\n{stderr[-4000:]}"
         out[name] = stdout
     return out
