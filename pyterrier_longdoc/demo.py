@@ -143,6 +143,7 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     warm_start = passage_stage(backbone, train, output / "passage-ranker", dtype, quick=quick)
     print(f"Passage stage (the warm start): {warm_start}, {time.time() - started:.0f} s so far")
     runs = {"BM25": bm25(test.topics[["qid", "query"]])}
+    candidate_lists = (bm25 % candidates)(test.topics[["qid", "query"]])  # what the models re-rank
     for cls in MODELS:
         torch.manual_seed(TRAINING["seed"])  # a fresh head is drawn at construction
         model = cls(warm_start, dtype=dtype, batch_size=16, verbose=True, **({} if cls is FirstP else WINDOWS))
@@ -154,7 +155,7 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     tables, random_rr = {}, {}
     for group, subset in (("near", test.near()), ("far", test.far()), ("all", test)):
         tables[group] = experiment(runs, subset)
-        random_rr[group] = expected_random_rr(runs["BM25"], subset)
+        random_rr[group] = expected_random_rr(candidate_lists, subset)
         print(f"\nTest queries, relevant passage {group.upper()} ({len(subset.topics)} queries), "
               f"significance against FirstP (paired t-test); a random order of the candidates: RR "
               f"{random_rr[group]:.3f}")
@@ -187,8 +188,8 @@ def conclusions(tables: dict[str, pd.DataFrame], random_rr: dict[str, float]) ->
             value("far", name) > value("far", "FirstP") and value("far", name, "RR p-value") < 0.05)
     findings["far queries: FirstP, blind beyond token 512, stays within 0.15 of a random order"] = (
         abs(value("far", "FirstP") - random_rr["far"]) <= 0.15)
-    findings["near queries: every model is at least 0.2 above a random order"] = all(
-        value("near", cls.__name__) >= random_rr["near"] + 0.2 for cls in MODELS)
+    findings["near queries: FirstP, which reads the answer, is at least 0.2 above a random order"] = (
+        value("near", "FirstP") >= random_rr["near"] + 0.2)
     return findings
 
 

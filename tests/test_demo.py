@@ -64,8 +64,9 @@ def test_conclusions_hold_and_fail_as_stated():
                                                {"MaxP": 0.01, "ParadeAttn": 0.01})}
     failed = [f for f, holds in conclusions(firstp_learned_far, random_rr).items() if not holds]
     assert failed == ["far queries: FirstP, blind beyond token 512, stays within 0.15 of a random order"]
-    weak_near = {**good, "near": table({"FirstP": 0.8, "MaxP": 0.6, "ParadeAttn": 0.9}, {})}
-    assert not conclusions(weak_near, random_rr)["near queries: every model is at least 0.2 above a random order"]
+    weak_near = {**good, "near": table({"FirstP": 0.6, "MaxP": 0.9, "ParadeAttn": 0.9}, {})}
+    assert not conclusions(weak_near, random_rr)[
+        "near queries: FirstP, which reads the answer, is at least 0.2 above a random order"]
 
 
 def test_expected_random_rr():
@@ -108,8 +109,7 @@ def readme_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
     return {"far: MaxP and ParadeAttn above FirstP": all(rows[m]["far"] > rows["FirstP"]["far"]
                                                          for m in ("MaxP", "ParadeAttn")),
             "far: FirstP near random": abs(rows["FirstP"]["far"] - random_rr["far"]) <= 0.15,
-            "near: every model 0.2 above random": all(rows[m]["near"] >= random_rr["near"] + 0.2
-                                                      for m in ("FirstP", "MaxP", "ParadeAttn"))}
+            "near: FirstP 0.2 above random": rows["FirstP"]["near"] >= random_rr["near"] + 0.2}
 
 
 SAMPLE = """
