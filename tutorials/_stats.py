@@ -27,14 +27,15 @@ def interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
 
 
 def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run: pd.DataFrame) -> pd.DataFrame:
-    """Mean, 95% interval and the number of queries of each system, with a first row for a random
-    order of the same candidates (its expected value, computed exactly: ``H(n)/n``)."""
+    """Mean, 95% interval (cut to the measure's range 0 to 1) and the number of queries of each
+    system, with a first row for a random order of the same candidates (its expected value,
+    computed exactly: ``H(n)/n``)."""
     values = per_query(runs, collection, measure)
     rows = {"random order": {"mean": expected_random_rr(first_stage_run, collection), "low": float("nan"),
                              "high": float("nan")}}
     for name in values:
         mean, low, high = interval(values[name])
-        rows[name] = {"mean": mean, "low": low, "high": high}
+        rows[name] = {"mean": mean, "low": max(low, 0.0), "high": min(high, 1.0)}
     table = pd.DataFrame(rows).T
     table["queries"] = len(values)
     return table
