@@ -39,7 +39,7 @@ def ran_to_the_end(cells) -> bool:
     return "This notebook ran in" in cells[-1].outputs[0]["text"]
 
 
-WARM_STARTED = ["01_quickstart"]
+WARM_STARTED = ["01_quickstart", "03_training"]
 
 
 def tutorial_module(name):
@@ -129,6 +129,7 @@ def test_notebook_states_its_run_time_and_links_its_solutions(name):
     nbformat.validate(notebook)
     text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert re.search(r"\*\*.*[Rr]un time", notebook.cells[0].source), "the first cell states the run time"
+    assert "**Learning objectives.**" in notebook.cells[0].source, "the first cell states the learning objectives"
     link = f"solutions/{name}_solutions.py"
     assert link in text and (TUTORIALS / link).exists()
     exercises = re.findall(r"^(\d+)\. ", text.split("## Exercises", 1)[1], flags=re.M)
