@@ -39,7 +39,7 @@ def ran_to_the_end(cells) -> bool:
     return "This notebook ran in" in cells[-1].outputs[0]["text"]
 
 
-WARM_STARTED = ["01_quickstart", "03_training"]
+WARM_STARTED = ["01_quickstart", "03_training", "05_comparing_models"]
 
 
 def tutorial_module(name):
