@@ -129,6 +129,7 @@ def test_notebook_states_its_run_time_and_links_its_solutions(name):
     nbformat.validate(notebook)
     text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert re.search(r"\*\*.*[Rr]un time", notebook.cells[0].source), "the first cell states the run time"
+    assert "**Learning objectives.**" in notebook.cells[0].source, "the first cell states the learning objectives"
     link = f"solutions/{name}_solutions.py"
     assert link in text and (TUTORIALS / link).exists()
     exercises = re.findall(r"^(\d+)\. ", text.split("## Exercises", 1)[1], flags=re.M)
