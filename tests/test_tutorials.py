@@ -1,5 +1,10 @@
 """The tutorials: notebooks 1-5 run top to bottom (then their exercises' solutions, in the same
-kernel), their saved outputs come from such a run, and notebook 6 uses the real API."""
+kernel), each exactly once; their saved outputs come from such a run; notebooks 1, 3 and 5 share one
+passage-trained warm start, trained once per machine and cached; notebook 6 uses the real API.
+
+The notebooks assert the numbers their text interprets (with margins, so that the conclusions hold
+in fp32 and bf16), so a drift between text and output fails here. Set
+PYTERRIER_LONGDOC_TUTORIALS_DTYPE=bf16 to run them in bf16."""
 import ast
 import importlib
 import re
@@ -34,18 +39,79 @@ def ran_to_the_end(cells) -> bool:
     return "This notebook ran in" in cells[-1].outputs[0]["text"]
 
 
+WARM_STARTED = ["01_quickstart", "03_training", "05_comparing_models"]
+
+
+def tutorial_module(name):
+    """A helper module of the tutorials folder (``_warm_start``, ``_stats``), imported as the
+    notebooks import it: from the folder they run in."""
+    import sys
+
+    if str(TUTORIALS) not in sys.path:
+        sys.path.insert(0, str(TUTORIALS))
+    return importlib.import_module(name)
+
+
+@pytest.fixture(scope="session")
+def warm_start():
+    """The passage-trained warm start, trained once per machine (then cached on disk) before any
+    notebook asks for it: notebooks 1, 3 and 5 load this same folder."""
+    return tutorial_module("_warm_start").warm_start()
+
+
 @pytest.mark.parametrize("name", EXECUTED)
-def test_notebook_and_solutions_run(name, tmp_path):
-    """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell)."""
+def test_notebook_and_solutions_run(name, warm_start):
+    """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell): the
+    notebooks assert the numbers their text interprets, so text and outputs cannot drift apart.
+    Each notebook runs once, with its solutions appended, in the tutorials folder (as a user runs
+    it: it imports the helper modules from there)."""
     from nbclient import NotebookClient
 
     notebook = read(name)
     cells = code_cells(notebook)
     notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(name)]
     client = NotebookClient(notebook, timeout=1800, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
+                            resources={"metadata": {"path": str(TUTORIALS)}})
     client.execute()
     assert ran_to_the_end(cells)
+
+
+@pytest.mark.parametrize("name", WARM_STARTED)
+def test_notebooks_start_from_the_shared_warm_start(name):
+    sources = "\n".join(cell.source for cell in code_cells(read(name)))
+    assert "_warm_start.warm_start()" in sources and "_warm_start.collection()" in sources
+
+
+def test_warm_start_is_trained_once_and_keyed_by_its_settings(tmp_path, monkeypatch):
+    """A second call loads the cached folder; other settings (precision, layers, seed) train
+    another one."""
+    module = tutorial_module("_warm_start")
+    trained = []
+
+    def fake_passage_stage(backbone, train, directory, dtype, seed=42):
+        trained.append((dtype, seed))
+        directory.mkdir(parents=True)
+        return str(directory)
+
+    monkeypatch.setenv("PYTERRIER_LONGDOC_TUTORIALS_CACHE", str(tmp_path))
+    monkeypatch.setattr(module, "passage_stage", fake_passage_stage)
+    monkeypatch.setattr(module, "packaged_minilm", lambda layers, directory: str(directory))
+    first = module.warm_start()
+    assert module.warm_start() == first and trained == [("fp32", 42)]
+    assert module.warm_start(precision="bf16") != first
+    assert module.warm_start(seed=1) != first
+    assert trained == [("fp32", 42), ("bf16", 42), ("fp32", 1)]
+    monkeypatch.setenv("PYTERRIER_LONGDOC_TUTORIALS_DTYPE", "fp16")
+    with pytest.raises(ValueError, match="fp32 or bf16"):
+        module.warm_start()
+
+
+def test_queries_needed_and_intervals():
+    stats = tutorial_module("_stats")
+    assert stats.queries_needed(0.1, 0.5) == 197  # ((1.96 + 0.84) * 0.5 / 0.1)^2 = 196.2
+    assert stats.queries_needed(0.05, 0.5) > 4 * stats.queries_needed(0.1, 0.5) - 4
+    mean, low, high = stats.interval([0.0, 1.0] * 10)
+    assert mean == 0.5 and low < 0.5 < high and high - 0.5 == pytest.approx(0.5 - low)
 
 
 @pytest.mark.parametrize("name", EXECUTED)
@@ -63,6 +129,7 @@ def test_notebook_states_its_run_time_and_links_its_solutions(name):
     nbformat.validate(notebook)
     text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert re.search(r"\*\*.*[Rr]un time", notebook.cells[0].source), "the first cell states the run time"
+    assert "**Learning objectives.**" in notebook.cells[0].source, "the first cell states the learning objectives"
     link = f"solutions/{name}_solutions.py"
     assert link in text and (TUTORIALS / link).exists()
     exercises = re.findall(r"^(\d+)\. ", text.split("## Exercises", 1)[1], flags=re.M)

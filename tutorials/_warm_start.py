@@ -1,0 +1,76 @@
+"""The tutorials' shared starting point: one collection and one passage-trained warm start.
+
+The papers never train a long-document ranker from a raw language model: they start from a
+passage ranker (a cross-encoder fine-tuned on MS MARCO passages). The tutorials do the same at
+laptop scale: the packaged MiniLM (its first ``layers`` layers) is fine-tuned as a passage
+cross-encoder on the training queries' answer passages with
+``pyterrier_longdoc.demo.passage_stage`` (a few minutes on 2 cores). It is trained ONCE and
+cached on disk, in a folder named after its settings, so notebooks 1, 3 and 5 and
+``tests/test_tutorials.py`` share it: the first to ask trains it, the others load it.
+
+Cache folder: ``$PYTERRIER_LONGDOC_TUTORIALS_CACHE`` or ``~/.cache/pyterrier_longdoc/tutorials``.
+Precision: ``$PYTERRIER_LONGDOC_TUTORIALS_DTYPE`` (``fp32`` by default, so that every machine
+computes the same; ``bf16`` on CPUs with native bf16 gives the same conclusions, checked by the
+notebooks' own assertions).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from pyterrier_longdoc.demo import packaged_minilm, passage_stage
+from pyterrier_longdoc.synthetic import make_collection
+
+# 160 queries: 60 to train on, 100 to test on (50 near, 50 far); four documents per query, so a
+# random order of a query's candidates gives RR (1 + 1/2 + 1/3 + 1/4) / 4 = 0.521.
+COLLECTION = dict(n_queries=160, test_fraction=0.625, docs_per_query=4, doc_words=(590, 640), far_start=530)
+LAYERS = 2  # two of MiniLM's six layers: every model trains and scores in seconds to a minute
+SEED = 42
+
+
+def dtype() -> str:
+    value = os.environ.get("PYTERRIER_LONGDOC_TUTORIALS_DTYPE", "fp32")
+    if value not in ("fp32", "bf16"):
+        raise ValueError(f"PYTERRIER_LONGDOC_TUTORIALS_DTYPE must be fp32 or bf16, got {value!r}")
+    return value
+
+
+def collection(**overrides):
+    """The tutorials' collection (the same in every process: ``make_collection`` is seeded)."""
+    return make_collection(**{**COLLECTION, **overrides})
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "pyterrier_longdoc" / "tutorials"
+    return Path(os.environ.get("PYTERRIER_LONGDOC_TUTORIALS_CACHE", default))
+
+
+def settings(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> dict:
+    from pyterrier_longdoc.demo import PASSAGE_STAGE
+
+    return {"collection": COLLECTION, "layers": layers, "seed": seed, "dtype": precision or dtype(),
+            "passage_stage": PASSAGE_STAGE}
+
+
+def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> str:
+    """The folder of the passage-trained MiniLM cross-encoder: trained on the first call with
+    these settings, loaded from the cache afterwards (a file lock keeps two processes from
+    training it at once)."""
+    key = settings(layers, seed, precision)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    folder = cache_dir() / f"warm-start-{digest}"
+    done = folder / "settings.json"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"warm-start-{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            backbone = packaged_minilm(layers=layers, directory=folder / "backbone")
+            train = make_collection(**COLLECTION).split("train")
+            with contextlib.redirect_stderr(open(os.devnull, "w")):  # the trainer's progress bars
+                passage_stage(backbone, train, folder / "cross-encoder", key["dtype"], seed=seed)
+            done.write_text(json.dumps(key, indent=1, sort_keys=True))
+    return str(folder / "cross-encoder")
