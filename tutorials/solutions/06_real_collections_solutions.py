@@ -27,7 +27,7 @@ table.round(3)
 # The same MaxP over the same cross-encoder, with shorter and longer windows (the stride keeps
 # half a window of overlap). `max_doc_tokens` stays 1,431, so every variant reads the same text.
 #
-# What to look for: the cross-encoder was trained on MS MARCO passages (about 60-80 words); windows
+# What to look for: the cross-encoder was trained on short MS MARCO passages; windows
 # much longer than that dilute the answer with text the model never learned to read, windows much
 # shorter can cut it in half. Differences of a few hundredths are within the noise of 43 queries:
 # read the p-values.
