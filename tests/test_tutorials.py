@@ -191,6 +191,7 @@ def lab_standins(tmp_path, monkeypatch):
     """Notebook 6's stand-ins (tests/lab_standin.py), switched on for kernels started from here."""
     import lab_standin
 
+    assert lab_standin.QUERIES == 6  # the notebook's text says six
     folder = lab_standin.build(tmp_path / "standins")
     monkeypatch.setenv("PYTERRIER_LONGDOC_LAB_STANDIN", str(folder))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
