@@ -23,7 +23,7 @@ from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, mod
 from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
-from ._runtime import Runtime, column_texts, resolve_dtype, row_label
+from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
@@ -340,6 +340,9 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
                 scores[start:end] = scored.scores.cpu().numpy()
                 cropped_queries += scored.cropped_queries
                 cropped_docs += scored.cropped_docs
+                del scored
+                if end < len(texts):  # the next group reuses memory the system holds, not the allocator
+                    release_freed_memory()
         self._report_cropping(cropped_queries, cropped_docs, len(texts))
         return scores
 

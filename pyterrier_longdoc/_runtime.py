@@ -2,7 +2,9 @@
 options every model takes, and validation of the input columns."""
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import warnings
 from pathlib import Path
 
@@ -77,6 +79,23 @@ def native_bf16_cpu() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def release_freed_memory() -> None:
+    """Hand the C allocator's freed pages back to the system (glibc's ``malloc_trim``), a no-op
+    elsewhere. glibc keeps freed memory for reuse: without this, peak memory after the first group
+    of documents still holds what that group's features left in the allocator."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc (macOS, musl, Windows)
+        return None
 
 
 def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:

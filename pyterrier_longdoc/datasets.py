@@ -26,6 +26,7 @@ are licensed and must be provided locally; see the ir_datasets documentation).
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,9 +193,19 @@ def _generic_spec(irds_id: str, dataset) -> _Spec:
         raise ValueError(f"ir_datasets {irds_id!r} needs documents and queries for re-ranking")
     query_fields = [f for f in dataset.queries_cls()._fields if f != "query_id"]
     query_field = next((f for f in ("text", "title") if f in query_fields), query_fields[0])
-    doc_types = dataset.docs_cls().__annotations__
-    doc_fields = [f for f in dataset.docs_cls()._fields if f != "doc_id" and doc_types.get(f) is str]
+    doc_fields = [f for f in dataset.docs_cls()._fields if f != "doc_id" and _is_text(dataset.docs_cls(), f)]
+    if not doc_fields:
+        raise ValueError(f"ir_datasets {irds_id!r}: its documents ({dataset.docs_cls().__name__}) have no text field")
     return _Spec(irds_id, query_field, tuple([f for f in doc_fields if f in _TEXT_FIELDS] or doc_fields))
+
+
+def _is_text(doc_cls, field: str) -> bool:
+    """Whether a document field holds text; annotations may be strings (``from __future__ import
+    annotations`` in the module that defines the document class)."""
+    annotation = doc_cls.__annotations__.get(field)
+    if isinstance(annotation, typing.ForwardRef):  # what NamedTuple makes of a string annotation
+        annotation = annotation.__forward_arg__
+    return annotation is str or annotation == "str"
 
 
 def _standard_folds(ir_datasets) -> list[list[str]]:

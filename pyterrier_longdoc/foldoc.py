@@ -109,7 +109,7 @@ class FoldocTask:
 
 
 def foldoc_task(path: str | Path = DEFAULT_PATH, *, vocabulary=None, known_only: bool = False, min_words: int = 20, max_words: int = 120,
-                max_queries: int | None = None, seed: int = 0) -> FoldocTask:
+                max_queries: int | None = None, seed: int = 0, hide_term: bool = True) -> FoldocTask:
     """Definitional queries over FOLDOC (see the module doc for the design).
 
     vocabulary: the words a term must be a whole token of (a tokenizer, a path to one, or a set of
@@ -118,6 +118,11 @@ def foldoc_task(path: str | Path = DEFAULT_PATH, *, vocabulary=None, known_only:
         left after the term is removed; every passage is cut to its first ``max_words`` words
         (at a sentence end when there is one in the second half).
     max_queries: a random sample of the eligible terms (by ``seed``); queries keep FOLDOC's order.
+    hide_term: replace the term by "this" in its own definition (the default, a test of what the
+        model knows: a definition often never names its term). ``False`` gives every passage as a
+        dictionary prints it, headword first (``"compiler: A program that translates..."``): a
+        known-item task in which the entry must be told from entries that only mention the term.
+        The same queries are eligible either way.
     """
     entries = foldoc_entries(path)
     words = _vocabulary(vocabulary)
@@ -146,9 +151,13 @@ def foldoc_task(path: str | Path = DEFAULT_PATH, *, vocabulary=None, known_only:
 
     forms = set().union(*(_forms(term) for _, term, _ in unique))
     hidden_text = {docno: hidden for docno, _, hidden in unique}
-    variants = key.isin(forms) & ~entries["docno"].isin(hidden_text)
+    variants = key.isin(forms) & ~entries["docno"].isin([docno for docno, _, _ in unique])
     passages = entries[~variants][["docno", "text"]].copy()
-    passages["text"] = [hidden_text.get(d, t) for d, t in zip(passages["docno"], passages["text"])]
+    if hide_term:
+        passages["text"] = [hidden_text.get(d, t) for d, t in zip(passages["docno"], passages["text"])]
+    else:
+        headwords = entries.loc[passages.index, "headword"]
+        passages["text"] = [f"{h}: {t}" for h, t in zip(headwords, passages["text"])]
     queries = pd.DataFrame([(f"q{i}", f"what is {term}", term, term in words) for i, (_, term, _) in enumerate(unique)],
                            columns=["qid", "query", "term", "known"])
     qrels = pd.DataFrame({"qid": queries["qid"], "docno": [d for d, _, _ in unique], "label": 1})

@@ -24,14 +24,14 @@ QUERIES = {"1": "what is a cat", "2": "dog food"}
 QRELS = [("1", "D1", 2), ("2", "D2", 1), ("2", "D3", 0)]
 
 
-def register_standin(folder) -> str:
+def register_standin(folder, doc_cls=StandInDoc) -> str:
     """Writes the files into ``folder`` and returns the ir_datasets id it is registered under."""
     (folder / "docs.tsv").write_text("".join(f"{d}\t{t}\t{b}\t{u}\n" for d, (t, b, u) in DOCS.items()))
     (folder / "queries.tsv").write_text("".join(f"{q}\t{text}\n" for q, text in QUERIES.items()))
     (folder / "qrels.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS))
     irds_id = f"longdoc-standin/{next(_ids)}-{folder.name}"
     ir_datasets.registry.register(irds_id, Dataset(
-        TsvDocs(LocalDownload(folder / "docs.tsv"), doc_cls=StandInDoc),
+        TsvDocs(LocalDownload(folder / "docs.tsv"), doc_cls=doc_cls),
         TsvQueries(LocalDownload(folder / "queries.tsv"), query_cls=GenericQuery),
         TrecQrels(LocalDownload(folder / "qrels.txt"), {0: "not relevant", 1: "relevant", 2: "very relevant"})))
     return irds_id

@@ -180,3 +180,14 @@ def test_any_ir_datasets_id_with_the_irds_prefix(tmp_path):
         load_collection(f"irds:{irds_id}", fold=1)
     with pytest.raises(ValueError, match="irds:"):
         load_collection(irds_id)  # without the prefix: not one of the named collections
+
+
+def test_document_classes_with_string_annotations_keep_their_text(tmp_path):
+    from irds_standin import register_standin
+
+    namespace = {}  # a class defined under `from __future__ import annotations`: its annotations are strings
+    exec("from __future__ import annotations\nfrom typing import NamedTuple\n"
+         "class LazyDoc(NamedTuple):\n    doc_id: str\n    title: str\n    body: str\n    url: str\n", namespace)
+    assert namespace["LazyDoc"].__annotations__["body"] is not str
+    text = load_collection(f"irds:{register_standin(tmp_path, namespace['LazyDoc'])}").text
+    assert text(pd.DataFrame({"docno": ["D2"]}))["text"].tolist() == ["Dogs Kibble for dogs."]

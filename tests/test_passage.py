@@ -67,6 +67,17 @@ def test_frames_give_hard_negatives_from_the_candidates():
     assert len(set(randoms["negative"])) > 3
 
 
+def test_a_copy_of_a_relevant_passage_is_never_its_negative():
+    topics = pd.DataFrame({"qid": ["1"], "query": ["what is cat"]})
+    qrels = pd.DataFrame({"qid": ["1"], "docno": ["p1"], "label": [1]})
+    passages = pd.DataFrame({"docno": ["p1", "p2", "p3", "p4"], "text": ["a cat", "a cat", "a dog", "a cow"]})
+    candidates = pd.DataFrame({"qid": ["1"] * 3, "docno": ["p2", "p1", "p3"], "rank": [0, 1, 2]})
+    hard = passage_triples(topics, qrels, passages, candidates, negatives_per_query=20, top_k=3, seed=0)
+    assert set(hard["negative"]) == {"a dog"}
+    randoms = passage_triples(topics, qrels, passages, negatives_per_query=50, seed=0)
+    assert set(randoms["negative"]) == {"a dog", "a cow"}
+
+
 def test_triples_and_frames_together(tiny_bert, tmp_path):
     topics = pd.DataFrame({"qid": ["1"], "query": ["what is cat"]})
     qrels = pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]})

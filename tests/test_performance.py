@@ -146,3 +146,19 @@ def test_threads_sharing_one_encoder_get_the_scores_of_one(tiny_bert):
                 return model.encode(batch)
         shared = model.score(queries, texts, batch_size=1, workers=[encode, encode, encode]).scores
     np.testing.assert_allclose(shared.numpy(), alone.numpy(), atol=1e-6)
+
+
+def test_freed_memory_goes_back_to_the_system_between_groups_of_documents(tiny_bert, monkeypatch):
+    import pyterrier_longdoc._reranker as reranker_module
+    from pyterrier_longdoc._runtime import _malloc_trim, release_freed_memory
+
+    reranker = pl.MaxP(tiny_bert, **SETTINGS)
+    queries, texts = documents()
+    expected = reranker.score_texts(queries, texts)
+    calls = []
+    monkeypatch.setattr(reranker_module, "_GROUP_SIZE", 2)
+    monkeypatch.setattr(reranker_module, "release_freed_memory", lambda: calls.append(1))
+    np.testing.assert_allclose(reranker.score_texts(queries, texts), expected, atol=1e-6)
+    assert len(calls) == (len(texts) - 1) // 2  # between groups, not after the last
+    assert _malloc_trim() is not None  # glibc: the trim is real on Linux
+    release_freed_memory()

@@ -150,11 +150,17 @@ def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.Data
         if not positives:
             continue
         rng = np.random.default_rng([seed, *map(ord, qid)])
-        hard = [d for d in pools.get(qid, []) if d not in positives and d in text]
+        # a copy of a relevant passage under another docno is no negative either
+        relevant_texts = {text[d] for d in positives}
+
+        def negative_ok(docno) -> bool:
+            return docno not in positives and text[docno] not in relevant_texts
+
+        hard = [d for d in pools.get(qid, []) if d in text and negative_ok(d)]
         for positive in sorted(positives):
             for _ in range(negatives_per_query):
                 negative = hard[int(rng.integers(len(hard)))] if hard else None
-                while negative is None or negative in positives:  # a random passage; never a relevant one
+                while negative is None or not negative_ok(negative):  # a random passage; never a relevant one
                     negative = everything[int(rng.integers(len(everything)))]
                 rows.append((qid, query, text[positive], text[negative]))
     return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
