@@ -257,10 +257,11 @@ def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_ber
     assert all(torch.isfinite(v).all() for v in after[-1].values())
 
 
-def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, runtime=None, **options):
+def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, runtime=None, task=None, **options):
     """(the model trained straight through, the model stopped after step ``stop_at`` and resumed
-    from its checkpoint in a fresh model, and their histories)."""
-    topics, qrels, candidates = toy_task()
+    from its checkpoint in a fresh model with a fresh RNG state, as a new process would, and
+    their histories)."""
+    topics, qrels, candidates = toy_task(**(task or {}))
     options = dict(checkpoint_every=1, **options)
     straight = new_model(tiny_bert, cls, **(runtime or {}))
     full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
@@ -276,6 +277,7 @@ def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, run
         new_model(tiny_bert, cls, **(runtime or {})).fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed",
                                                          callback=stop, **options)
     resumed = new_model(tiny_bert, cls, **(runtime or {}))
+    torch.manual_seed(1234)
     history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
     return straight, resumed, full_history, history
 

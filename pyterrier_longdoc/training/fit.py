@@ -281,7 +281,7 @@ def distributed_scoring(reranker) -> torch.nn.parallel.DistributedDataParallel:
     parameter keeps no gradient, as in one process, and AdamW leaves it alone. The buffers
     (position ids) never change, so they are not broadcast again at every step."""
     return torch.nn.parallel.DistributedDataParallel(_Scoring(reranker), find_unused_parameters=True,
-                                                     broadcast_buffers=False)
+                                                     forward_sync_buffers=False)
 
 
 def distributed_setup(reranker) -> tuple[int, int]:
