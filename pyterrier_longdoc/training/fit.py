@@ -156,8 +156,37 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
             advance(scheduler)
     else:
         torch.manual_seed(seed)
-    # DDP's constructor gives every process rank 0's weights (a fresh head differs in each)
-    scoring = distributed_scoring(reranker) if world > 1 else None
+    scoring = scoring_module(reranker, world)
+
+    def backward(part: list, factor: float, synchronise: bool) -> float:
+        """Scores one micro-batch and back-propagates its loss times ``factor``; returns the loss."""
+        accumulate = not synchronise and isinstance(scoring, torch.nn.parallel.DistributedDataParallel)
+        with scoring.no_sync() if accumulate else contextlib.nullcontext():
+            docnos = [d for inst in part for d in inst.docnos]
+            queries = [inst.query for inst in part for _ in inst.docnos]
+            value = criterion(scoring(queries, [texts[d] for d in docnos]).view(len(part), -1))
+            loss = value.item() if factor else 0.0
+            if factor != 1:
+                value = value * factor
+            (scaler.scale(value) if scaler is not None else value).backward()
+        return loss
+
+    def optimiser_step() -> dict:
+        """Unscales, clips and steps; returns the history's columns of the loss scale and norm."""
+        recorded = {}
+        if scaler is not None:
+            recorded["loss_scale"] = scaler.get_scale()
+        if max_grad_norm is not None:
+            if scaler is not None:
+                scaler.unscale_(optimizer)
+            recorded["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+        if scaler is not None:
+            scaler.step(optimizer)  # skipped when a gradient is not finite
+            scaler.update()
+        else:
+            optimizer.step()
+        advance(scheduler)
+        return recorded
 
     def checkpoint():
         if checkpoints is not None:
@@ -180,40 +209,16 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                 model.train()
                 batch = instances[epoch_step * queries_per_step:(epoch_step + 1) * queries_per_step]
                 optimizer.zero_grad(set_to_none=True)
-                total = 0.0
                 parts = micro_batches(batch, rank, world, queries_per_forward)
-                for i, (part, weight) in enumerate(parts):
-                    # DDP all-reduces during the last micro-batch's backward pass only
-                    last = i == len(parts) - 1
-                    with scoring.no_sync() if scoring is not None and not last else contextlib.nullcontext():
-                        docnos = [d for inst in part for d in inst.docnos]
-                        queries = [inst.query for inst in part for _ in inst.docnos]
-                        documents = [texts[d] for d in docnos]
-                        scores = (scoring(queries, documents) if scoring is not None
-                                  else reranker.score_batch(queries, documents).scores).view(len(part), -1)
-                        value = criterion(scores)
-                        total += value.item() if weight else 0.0
-                        if weight != 1:
-                            value = value * weight
-                        (scaler.scale(value) if scaler is not None else value).backward()
+                # DDP all-reduces the gradients during the last micro-batch's backward pass
+                total = sum(backward(part, factor, synchronise=i == len(parts) - 1)
+                            for i, (part, factor) in enumerate(parts))
                 if world > 1:
                     total = sum_across_processes(total, reranker.device)
-                extra = {}
-                if scaler is not None:
-                    extra["loss_scale"] = scaler.get_scale()
-                if max_grad_norm is not None:
-                    if scaler is not None:
-                        scaler.unscale_(optimizer)
-                    extra["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
-                if scaler is not None:
-                    scaler.step(optimizer)  # skipped when a gradient is not finite
-                    scaler.update()
-                else:
-                    optimizer.step()
-                advance(scheduler)
+                recorded = optimiser_step()
                 step += 1
                 row = {"step": step, "epoch": epoch, "loss": total / len(batch), "lr": optimizer.param_groups[0]["lr"],
-                       **extra}
+                       **recorded}
                 history.append(row)
                 progress.update(1)
                 progress.set_postfix(loss=f"{row['loss']:.4f}")
@@ -263,7 +268,7 @@ def micro_batches(batch: list, rank: int, world: int, size: int) -> list[tuple[l
 
 
 class _Scoring(torch.nn.Module):
-    """The reranker's differentiable scores as a module's ``forward``: the call DDP wraps."""
+    """The reranker's differentiable scores as a module's ``forward``, the call DDP wraps."""
 
     def __init__(self, reranker):
         super().__init__()
@@ -274,14 +279,19 @@ class _Scoring(torch.nn.Module):
         return self.score_batch(queries, texts).scores
 
 
-def distributed_scoring(reranker) -> torch.nn.parallel.DistributedDataParallel:
-    """The reranker's scoring in DistributedDataParallel, whose constructor broadcasts rank 0's
-    weights. Heads that read the encoder's hidden states (CEDR, Neural Model 1, PARADE-CNN and
-    -Transformer) leave its pooler without a gradient, hence ``find_unused_parameters``; such a
-    parameter keeps no gradient, as in one process, and AdamW leaves it alone. The buffers
-    (position ids) never change, so they are not broadcast again at every step."""
-    return torch.nn.parallel.DistributedDataParallel(_Scoring(reranker), find_unused_parameters=True,
-                                                     forward_sync_buffers=False)
+def scoring_module(reranker, world: int) -> torch.nn.Module:
+    """``(queries, texts) -> scores`` for training; with several processes in DistributedDataParallel.
+
+    DDP's constructor gives every process rank 0's weights (a fresh head differs in each). Heads
+    that read the encoder's hidden states (CEDR, Neural Model 1, PARADE-CNN and -Transformer)
+    leave its pooler without a gradient, hence ``find_unused_parameters``; such a parameter keeps
+    no gradient, as in one process, and AdamW leaves it alone. The buffers (position ids) never
+    change, so they are not broadcast again at every step.
+    """
+    scoring = _Scoring(reranker)
+    if world == 1:
+        return scoring
+    return torch.nn.parallel.DistributedDataParallel(scoring, find_unused_parameters=True, forward_sync_buffers=False)
 
 
 def distributed_setup(reranker) -> tuple[int, int]:
