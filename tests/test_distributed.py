@@ -4,6 +4,7 @@ import json
 import shutil
 import socket
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -81,7 +82,7 @@ def free_port() -> int:
 def run_in_two_processes(function, *args, tmp_path) -> list[dict]:
     out = str(tmp_path / "result")
     mp.spawn(function, args=(2, free_port(), *args, out), nprocs=2, join=True)
-    return [json.load(open(f"{out}.{rank}")) for rank in (0, 1)]
+    return [json.loads(Path(f"{out}.{rank}").read_text()) for rank in (0, 1)]
 
 
 def test_two_processes_train_like_one_with_the_same_global_batch(tiny_bert, tmp_path):
@@ -107,8 +108,6 @@ def test_two_processes_train_like_one_with_the_same_global_batch(tiny_bert, tmp_
 
 
 def resume_in_process(rank, world, port, encoder, tmp_path, out):
-    from pathlib import Path
-
     with process_group(rank, world, port):
         before = weights(task_model(encoder, pl.ParadeCNN, dtype="fp16"))
         straight, resumed, full_history, history = interrupted_and_resumed(
@@ -118,7 +117,8 @@ def resume_in_process(rank, world, port, encoder, tmp_path, out):
         with open(f"{out}.{rank}", "w") as f:
             json.dump({"differ": [k for k in straight if not torch.equal(straight[k], resumed[k])],
                        "history": history.to_dict("list"), "full_history": full_history.to_dict("list"),
-                       "pooler_moved": [k for k in straight if "pooler" in k and not torch.equal(straight[k], before[k])],
+                       "pooler_moved": [k for k in straight
+                                        if "pooler" in k and not torch.equal(straight[k], before[k])],
                        "digest": [float(v.double().sum()) for v in straight.values()]}, f)
 
 

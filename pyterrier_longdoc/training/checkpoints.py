@@ -4,8 +4,9 @@ A checkpoint is a directory ``step-000123`` holding the model as ``save_pretrain
 ``training_state.safetensors`` (optimizer tensors and the torch RNG state of every training
 process: ``rng.torch`` for rank 0, ``rng.torch.<rank>`` for the others) and ``trainer_state.json``
 (step, options, a fingerprint of the training data, history, the optimizer's plain values and
-whatever else the trainer keeps, such as the gradient scaler's state). The newest ``keep`` checkpoints are kept, so a checkpoint damaged
-after it was written (a full disk, a bad copy) leaves an older one to resume from.
+whatever else the trainer keeps, such as the gradient scaler's state). The newest ``keep``
+checkpoints are kept, so a checkpoint damaged after it was written (a full disk, a bad copy)
+leaves an older one to resume from.
 """
 from __future__ import annotations
 
