@@ -165,7 +165,7 @@ def test_bad_training_options(tiny_bert):
         model.fit(topics, qrels.drop(columns=["label"]), candidates)
     with pytest.raises(TypeError, match="candidates must be"):
         model.fit(topics, qrels, "run.txt")
-    for bad in (0, -1.0, float("inf"), "1"):
+    for bad in (0, -1.0, float("inf"), "1", True):
         with pytest.raises(ValueError, match="max_grad_norm must be a positive number or None"):
             model.fit(topics, qrels, candidates, max_grad_norm=bad)
 

@@ -64,8 +64,8 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
 
     With fp16 autocast (``dtype="fp16"``, and the default on a CUDA device without bf16) the loss
     is scaled by a ``torch.amp.GradScaler``: a step whose gradients overflow is skipped and the
-    scale lowered; the history's ``loss_scale`` column shows the scale of each step. bf16 and
-    fp32 need no scaling.
+    scale halved (the first steps often are, while the scale comes down from 2**16); the history's
+    ``loss_scale`` column shows the scale of each step. bf16 and fp32 need no scaling.
 
     Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
     on GPU) the model trains wrapped in ``torch.nn.parallel.DistributedDataParallel``: every
@@ -73,11 +73,14 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
     all-reduced in buckets while the last micro-batch's backward pass runs (the other micro-batches
     of a step accumulate locally under ``no_sync``), and they add up to the gradient one process
     computes on the whole global batch, so the same ``queries_per_step`` gives the same training
-    (up to the order of floating-point sums). Pass each process its own device, e.g.
-    ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0 writes checkpoints (``checkpoint_dir``
-    must be on a file system every process reads, as each resumes from it, with its own RNG
-    state) and runs validation; a resumed run ends bit-identical to an uninterrupted one with 2
-    processes (tested with gloo; with more, the all-reduce may add in another order).
+    (up to the order of floating-point sums). Every process calls ``fit`` with the same data and
+    options, and its own device, e.g. ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0
+    writes checkpoints (``checkpoint_dir`` must be on a file system every process reads, as each
+    resumes from it, with its own RNG state) and runs validation. On the CPU a resumed run ends
+    bit-identical to an uninterrupted one, in one process and in 2 (tested with gloo; with more,
+    the all-reduce may add in another order); on a GPU, dropout draws from the GPU's generator,
+    which checkpoints do not hold, and some CUDA kernels are not deterministic, so a resumed run
+    ends close to, not bitwise equal to, an uninterrupted one.
     """
     if epochs < 1 or negatives < 1 or queries_per_step < 1 or queries_per_forward < 1:
         raise ValueError("epochs, negatives, queries_per_step and queries_per_forward must be positive")
@@ -85,7 +88,8 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
     if not isinstance(save_total_limit, int) or save_total_limit < 1:
         raise ValueError(f"save_total_limit must be a positive integer, got {save_total_limit!r}")
-    if max_grad_norm is not None and not (isinstance(max_grad_norm, (int, float)) and 0 < max_grad_norm < math.inf):
+    if max_grad_norm is not None and (isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float))
+                                      or not 0 < max_grad_norm < math.inf):
         raise ValueError(f"max_grad_norm must be a positive number or None (no clipping), got {max_grad_norm!r}")
     criterion = make_loss(loss)
     context = Named(f"{reranker!r}.fit")
