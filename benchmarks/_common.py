@@ -58,6 +58,37 @@ def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 
     return str(path)
 
 
+DEVICE = "cpu"  # where the benchmarks' models run: use_device
+
+
+def use_device(name: str) -> str:
+    """Run the benchmarks' models on ``name``: ``"cpu"``, or ``"cuda"`` / ``"cuda:N"`` when torch
+    sees a CUDA device (a ValueError otherwise, before anything is built). On CUDA every timing
+    waits for the queued kernels (:func:`synchronize`) at its start and end."""
+    global DEVICE
+    import torch
+
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {name}: no CUDA device (torch {torch.__version__}, built for CUDA "
+                             f"{torch.version.cuda or 'none'}, sees none); use --device cpu")
+        index = torch.device(name).index or 0
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"--device {name}: no such CUDA device (torch sees {torch.cuda.device_count()})")
+    elif name != "cpu":
+        raise ValueError(f"--device {name!r}: use cpu, cuda or cuda:N")
+    DEVICE = name
+    return name
+
+
+def synchronize() -> None:
+    """Wait for the CUDA kernels queued so far (nothing on the CPU, which runs synchronously)."""
+    if DEVICE != "cpu":
+        import torch
+
+        torch.cuda.synchronize(DEVICE)
+
+
 def set_threads(n: int | None) -> int:
     """Intra-op threads for torch. One by default: on a 2-core machine shared with other
     processes, two OpenMP threads thrash (measured 1.3-2x slower and far noisier)."""
@@ -154,8 +185,10 @@ def interleaved(sides: dict[str, Callable[[], object]], reps: int) -> dict[str, 
     for r in range(reps):
         k = r % len(names)
         for name in names[k:] + names[:k]:
+            synchronize()
             start = time.perf_counter()
             sides[name]()
+            synchronize()
             times[name].append(time.perf_counter() - start)
     return times
 
@@ -165,19 +198,22 @@ def median(values) -> float:
 
 
 def matmul_gflops(shapes=((1024, 1024, 1024),), reps: int = 5) -> dict[tuple, float]:
-    """fp32 torch.matmul GFLOP/s for each (m, k, n), the median of ``reps`` runs after a warm-up."""
+    """fp32 torch.matmul GFLOP/s for each (m, k, n) on ``DEVICE``, the median of ``reps`` runs
+    after a warm-up."""
     import torch
 
     out = {}
     gen = torch.Generator().manual_seed(0)
     for m, k, n in shapes:
-        a = torch.randn(m, k, generator=gen)
-        b = torch.randn(k, n, generator=gen)
+        a = torch.randn(m, k, generator=gen).to(DEVICE)
+        b = torch.randn(k, n, generator=gen).to(DEVICE)
         torch.matmul(a, b)
         runs = []
         for _ in range(reps):
+            synchronize()
             start = time.perf_counter()
             torch.matmul(a, b)
+            synchronize()
             runs.append(time.perf_counter() - start)
         out[(m, k, n)] = 2 * m * k * n / median(runs) / 1e9
     return out
@@ -287,6 +323,7 @@ def hook_encoder(encoder, config) -> None:
     starts = []
 
     def pre(module, args, kwargs):
+        synchronize()
         starts.append(time.perf_counter())
         if not _ACTIVE:
             return
@@ -295,6 +332,7 @@ def hook_encoder(encoder, config) -> None:
         _ACTIVE[-1].count(mask if mask is not None else ids.new_ones(ids.shape), config)
 
     def post(module, args, kwargs, output):
+        synchronize()
         _record("encode", time.perf_counter() - starts.pop())
 
     encoder.register_forward_pre_hook(pre, with_kwargs=True)
@@ -303,18 +341,32 @@ def hook_encoder(encoder, config) -> None:
 
 def instrument(reranker) -> None:
     """Time a LongDocReranker's stages (tokenization, plan, batches, encoder, aggregator) and
-    count its encoder calls into the active Stats, through ``model.observer``."""
-    reranker.model.observer = _observer_class()(reranker.model)
+    count its encoder calls into the active Stats, through ``model.observer``. On CUDA each
+    encoder call waits for its kernels, so that the encoder's time is the GPU's."""
+    model = reranker.model
+    model.observer = _observer_class()(model)
+    if DEVICE != "cpu" and not getattr(model, "_benchmark_synchronised", False):
+        encode = model.encode
+
+        def synchronised(batch):
+            synchronize()
+            try:
+                return encode(batch)
+            finally:
+                synchronize()
+        model.encode, model._benchmark_synchronised = synchronised, True
 
 
 def measured(run: Callable[[], object]) -> tuple[object, Stats]:
     """Run ``run()`` with a fresh Stats active; returns its result and the Stats."""
     stats = Stats()
     _ACTIVE.append(stats)
+    synchronize()
     start = time.perf_counter()
     try:
         result = run()
     finally:
+        synchronize()
         stats.wall = time.perf_counter() - start
         _ACTIVE.pop()
     return result, stats

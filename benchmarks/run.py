@@ -6,6 +6,7 @@ other work on the machine slows both sides alike; absolute numbers are only cont
 
     python benchmarks/run.py           # all-MiniLM-L6-v2 (+ a tiny random BERT for row 7), < 10 min on 2 cores
     python benchmarks/run.py --quick   # tiny random BERT everywhere, small sizes: a smoke test
+    python benchmarks/run.py --device cuda   # the speed rows on a GPU (CPU-only rows are skipped, with the reason)
 
 Rows:
   1  our MaxP vs sentence_transformers.CrossEncoder.predict on exactly the same (query, window)
@@ -55,6 +56,10 @@ def parse(argv=None):
     parser.add_argument("--trained", help="a passage-trained cross-encoder folder for row 8 "
                                           "(benchmarks/trained_cross_encoder.py writes one)")
     parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda or cuda:N: the speed rows on that GPU, timed after synchronising "
+                             "CUDA; CPU-only rows (int8, the ONNX Runtime/OpenVINO peers, peak RSS, Ray's CPU "
+                             "workers) are skipped with the reason")
     # internal: one size of row 7 in its own process
     parser.add_argument("--growth-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -67,6 +72,11 @@ def main(argv=None) -> int:
     args = parse(argv)
     if args.growth_child:
         return growth_child(args)
+    try:
+        device = C.use_device(args.device)
+    except ValueError as error:
+        print(f"benchmarks/run.py: {error}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     started_at, load_before = time.strftime("%Y-%m-%d %H:%M %Z"), os.getloadavg()
     threads = C.set_threads(args.threads)
@@ -87,10 +97,11 @@ def main(argv=None) -> int:
 
     bs = args.batch_size
     torch.manual_seed(0)
-    maxp = MaxP(path, batch_size=bs)
-    firstp = FirstP(path, batch_size=bs)
+    fp32 = dict(device=device, dtype="fp32")  # on CUDA the engine's default would be bf16
+    maxp = MaxP(path, batch_size=bs, **fp32)
+    firstp = FirstP(path, batch_size=bs, **fp32)
     firstp.model.load_state_dict(maxp.model.state_dict())  # the same encoder and head
-    full_path = MaxP(path, batch_size=bs)  # row 1c: the engine without its [CLS]-only last layer
+    full_path = MaxP(path, batch_size=bs, **fp32)  # row 1c: the engine without its [CLS]-only last layer
     full_path.model.load_state_dict(maxp.model.state_dict())
     full_path.model.cls_only_last_layer = False
     for model in (maxp, firstp, full_path):
@@ -129,7 +140,10 @@ def main(argv=None) -> int:
     # row 9: the CrossEncoder's faster runtimes, on the same pairs and windows' max
     import peers as P
 
-    peer_runs, peer_errors = P.peers(Path(tmp.name) / "crossencoder", Path(tmp.name) / "onnx", threads)
+    if device == "cpu":
+        peer_runs, peer_errors = P.peers(Path(tmp.name) / "crossencoder", Path(tmp.name) / "onnx", threads)
+    else:
+        peer_runs, peer_errors = {}, {}
     for name, peer in peer_runs.items():
         def run_peer(peer=peer):
             scores = P.predict(peer, ce.tokenizer, ce_pairs, bs)
@@ -150,7 +164,8 @@ def main(argv=None) -> int:
     full_diff = float(np.abs(rec.results["full_path"] - rec.results["crossencoder"]).max())
     results.append(["1c", f"  diagnosis: same, engine's full last layer (cls_only_last_layer=False; abs score diff "
                            f"{full_diff:.0e})", f"{full_speedup:.2f}x", "-", "-"])
-    results += peer_rows(rec, peer_runs, peer_errors)
+    results += (peer_rows(rec, peer_runs, peer_errors) if device == "cpu"
+                else [skipped("9", "the CrossEncoder on ONNX Runtime and OpenVINO", "CPU runtimes")])
     longest = C.batch_padding(maxp, frame_a, bs)["longest"]
     results.append(["2a", "padding / all tokens encoded, ours (length-sorted)", C.pct(ours.padding), "<= 5%",
                     ours.padding <= 0.05])
@@ -196,16 +211,22 @@ def main(argv=None) -> int:
     results += dtype_rows(path, args.trained, frame_c, bs, max(1, reps - 1), details)
 
     # --- row 10: PyTerrier's .parallel(2, backend="ray") on a local Ray cluster ------------------
-    if not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
+    if device != "cpu":
+        results.append(skipped("10", ".parallel(2, backend='ray')", "the local Ray cluster's workers are CPU "
+                                                                    "processes"))
+    elif not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
         results += ray_rows(path, frame_a, bs, reps, details)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
-    growth = run_growth(sizes, tiny, growth_batch, growth_docs, threads, in_process=args.quick)
+    growth = run_growth(sizes, tiny, growth_batch, growth_docs, threads, in_process=args.quick) \
+        if device == "cpu" else None
     results += growth_rows(timing, growth, sizes, growth_docs, growth_batch, args.quick, details)
+    if growth is None:
+        results.append(skipped("7c-e", "peak RSS growth and the token cache", "the process's CPU memory"))
 
-    print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label}, batch size {bs}, fp32 unless said, "
-          f"{threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
+    print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label} on {device}, batch size {bs}, fp32 unless "
+          f"said, {threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
           f"measured side by side")
     row8 = (f"{len(frame_c)} FOLDOC documents / {frame_c.qid.nunique()} queries" if args.trained
             else f"{len(frame_c)} docs of 200-600 tokens / 2 queries")
@@ -228,6 +249,11 @@ def main(argv=None) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def skipped(key: str, what: str, reason: str) -> list:
+    """A row that cannot run on this device, with the reason."""
+    return [key, f"{what}: skipped on {C.DEVICE} ({reason})", "skipped", "-", "-"]
+
+
 def crossencoder_setup(maxp, frame, directory: Path):
     """A CrossEncoder with our MaxP's weights (``save_cross_encoder``), and the exact (query,
     window) pairs MaxP scores."""
@@ -239,7 +265,7 @@ def crossencoder_setup(maxp, frame, directory: Path):
 
     m = maxp.model
     maxp.save_cross_encoder(directory)
-    ce = CrossEncoder(str(directory), num_labels=1, max_length=512, device="cpu")
+    ce = CrossEncoder(str(directory), num_labels=1, max_length=512, device=C.DEVICE)
     hf = next(module for module in ce.modules() if isinstance(module, BertForSequenceClassification))
     C.hook_encoder(hf.bert, hf.config)
     preprocess = ce.preprocess
@@ -329,7 +355,7 @@ def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
             extra["aggregator_model"] = path  # pretrained aggregator layers: the local backbone, not the hub
         try:
             torch.manual_seed(0)
-            model = cls(path, batch_size=bs, **windows, **extra)
+            model = cls(path, batch_size=bs, device=C.DEVICE, dtype="fp32", **windows, **extra)
             C.instrument(model)
             C.score_fresh(model, frame[:1])
         except Exception as error:  # noqa: BLE001 - a model that cannot run here is reported, not fatal
@@ -363,10 +389,11 @@ def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
 
 def dtype_rows(path, trained, frame, bs, reps, details) -> list:
     """Row 8: the engine's ``dtype="bf16"`` (autocast) and ``dtype="int8"`` (dynamic quantization
-    of the encoder's nn.Linear) against fp32: speed-up, and the Kendall tau of each query's ranking
-    against fp32's. With ``trained`` (a cross-encoder folder, benchmarks/trained_cross_encoder.py),
-    MaxP starts from it and ranks FOLDOC documents; otherwise from ``path`` with a new, untrained
-    head, whose near-tied scores say little about rankings (the tau rows then have no target)."""
+    of the encoder's nn.Linear) against fp32 (on CUDA, bf16 alone, or fp16 on a GPU without bf16):
+    speed-up, and the Kendall tau of each query's ranking against fp32's. With ``trained`` (a
+    cross-encoder folder, benchmarks/trained_cross_encoder.py), MaxP starts from it and ranks FOLDOC
+    documents; otherwise from ``path`` with a new, untrained head, whose near-tied scores say little
+    about rankings (the tau rows then have no target)."""
     import numpy as np
     import torch
     from scipy.stats import kendalltau
@@ -375,8 +402,12 @@ def dtype_rows(path, trained, frame, bs, reps, details) -> list:
 
     source = trained or path
     torch.manual_seed(0)
-    models = {name: MaxP(source, batch_size=bs, dtype=dtype) for name, dtype in
-              (("fp32", "fp32"), ("bf16", "bf16"), ("int8", "int8"))}
+    if C.DEVICE == "cpu":
+        reduced, skipped_rows = ("bf16", "int8"), []
+    else:  # a GPU's own reduced precision; int8 dynamic quantization runs on the CPU only
+        reduced = ("bf16",) if torch.cuda.is_bf16_supported() else ("fp16",)
+        skipped_rows = [skipped("8", "int8 dynamic quantization", "CPU only")]
+    models = {name: MaxP(source, batch_size=bs, dtype=name, device=C.DEVICE) for name in ("fp32", *reduced)}
     for model in models.values():
         model.model.load_state_dict(models["fp32"].model.state_dict())  # one head, even an untrained one
         C.instrument(model)
@@ -388,7 +419,7 @@ def dtype_rows(path, trained, frame, bs, reps, details) -> list:
     reference = rec.results["fp32"]
     what = "passage-trained cross-encoder" if trained else "untrained head"
     rows, detail = [], []
-    for name in ("bf16", "int8"):
+    for name in reduced:
         speedup = C.paired_ratio(rec, "fp32", name)
         scores = rec.results[name]
         taus = [kendalltau(reference[qids == q], scores[qids == q]).statistic for q in np.unique(qids)]
@@ -401,17 +432,21 @@ def dtype_rows(path, trained, frame, bs, reps, details) -> list:
         detail.append([name, f"{speedup:.2f}x", f"{tau:.3f}", f"{np.ptp(reference):.3f}",
                        f"{np.abs(reference - scores).max():.1e}", f"{rec.median_stats(name).wall:.2f}"])
     detail.insert(0, ["fp32", "1", "1", f"{np.ptp(reference):.3f}", "0", f"{rec.median_stats('fp32').wall:.2f}"])
-    try:
-        capability = torch.backends.cpu.get_cpu_capability()
-    except Exception:  # noqa: BLE001
-        capability = "?"
-    flags = cpu_flags()
-    native = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+    if C.DEVICE == "cpu":
+        try:
+            capability = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001
+            capability = "?"
+        flags = cpu_flags()
+        native = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+        hardware = f"CPU capability {capability}, native bf16: {', '.join(native) or 'none (emulated)'}"
+    else:
+        hardware = torch.cuda.get_device_name(C.DEVICE)
     details.append(C.table(
         ["dtype", "speed-up", "Kendall tau", "fp32 score range", "max abs score diff", "s (median)"], detail,
         title=f"Row 8, MaxP dtypes ({what}: {source}), {len(frame)} documents of {frame.qid.nunique()} queries, "
-              f"{reps} rounds, CPU capability {capability}, native bf16: {', '.join(native) or 'none (emulated)'}:"))
-    return rows
+              f"{reps} rounds, {hardware}:"))
+    return rows + skipped_rows
 
 
 def machine(started_at: str, load_before) -> str:
@@ -429,7 +464,8 @@ def machine(started_at: str, load_before) -> str:
     flags = cpu_flags()
     shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8") if f in flags]
     load_after = os.getloadavg()
-    return (f"machine: {model or platform.processor()}, {os.cpu_count()} logical CPUs, flags {' '.join(shown)}; "
+    gpu = f"; GPU {torch.cuda.get_device_name(C.DEVICE)}" if C.DEVICE != "cpu" else ""
+    return (f"machine: {model or platform.processor()}, {os.cpu_count()} logical CPUs, flags {' '.join(shown)}{gpu}; "
             f"torch {torch.__version__}; started {started_at}; load average (1 min) {load_before[0]:.1f} at the "
             f"start, {load_after[0]:.1f} at the end (above the CPU count: other processes shared the cores)")
 
@@ -486,7 +522,7 @@ def growth_timing(model_dir, sizes, doc_tokens, batch_size, rounds):
     """Rows 7a/7b: the sizes scored in this process, interleaved (order rotating each round)."""
     from pyterrier_longdoc import MaxP
 
-    maxp = MaxP(model_dir, batch_size=batch_size)
+    maxp = MaxP(model_dir, batch_size=batch_size, device=C.DEVICE, dtype="fp32")
     C.instrument(maxp)
     words = C.single_token_words(maxp.model.tokenizer)
     frames = {n: growth_frame(words, n, doc_tokens) for n in sizes}
@@ -516,8 +552,9 @@ def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False) 
 
 
 def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details) -> list:
+    """Rows 7a/7b (time) and, with ``out`` (None: not measured), 7c-7e (memory)."""
     rows = []
-    if any("error" in r for r in out.values()):
+    if out is not None and any("error" in r for r in out.values()):
         errors = {n: r["error"] for n, r in out.items() if "error" in r}
         details.append(f"Row 7 failed: {errors}")
         for key in ("7a", "7b", "7c", "7d"):
@@ -529,6 +566,8 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
         rows.append([key, f"time {b} docs / time {a} docs (x{b / a:g} docs, x{seqs:.2f} windows; "
                           f"rounds: {spread(timing, b, a)})", f"{ratio:.2f}",
                      f"{0.85 * b / a:.1f}-{1.15 * b / a:.1f}", 0.85 * b / a <= ratio <= 1.15 * b / a])
+    if out is None:
+        return rows
     first, last = out[sizes[0]], out[sizes[-1]]
     one_batch = max(r["one_batch_mb"] for r in out.values())
     extra = last["growth_mb"] - first["growth_mb"]

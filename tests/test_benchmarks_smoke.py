@@ -76,3 +76,13 @@ def test_run_table_has_every_row(outputs):
     for title in ("where the time goes", "Row 4,", "Row 8,", "Row 7,"):
         assert title in text, f"missing detail table {title!r}"
     assert "targets met" in text
+
+
+@pytest.mark.parametrize("device, message", [("cuda", "--device cuda: no CUDA device"),
+                                             ("tpu", "--device 'tpu': use cpu, cuda or cuda:N")])
+def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, message):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}  # no GPU, even on a machine with one
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--device", device], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stdout == ""
+    assert message in result.stderr

@@ -30,10 +30,10 @@ def toy_task(n_queries=8, docs_per_query=4):
     return topics, pd.DataFrame(qrels), pd.DataFrame(rows)
 
 
-def new_model(tiny_bert, cls=pl.MaxP):
+def new_model(tiny_bert, cls=pl.MaxP, **runtime):
     torch.manual_seed(0)
     windows = dict(window=12, stride=6) if cls.defaults.get("window") else {}
-    return cls(tiny_bert, **SETTINGS, **windows)
+    return cls(tiny_bert, **SETTINGS, **windows, **runtime)
 
 
 FAST = dict(lr=3e-3, head_lr=3e-2, queries_per_step=4, warmup=0.0)
@@ -165,3 +165,127 @@ def test_bad_training_options(tiny_bert):
         model.fit(topics, qrels.drop(columns=["label"]), candidates)
     with pytest.raises(TypeError, match="candidates must be"):
         model.fit(topics, qrels, "run.txt")
+    for bad in (0, -1.0, float("inf"), "1", True):
+        with pytest.raises(ValueError, match="max_grad_norm must be a positive number or None"):
+            model.fit(topics, qrels, candidates, max_grad_norm=bad)
+
+
+# --- gradient clipping and fp16 loss scaling ---
+
+def step_gradient_norms():
+    """Records the norm of the gradients every optimiser step is given; remove() the handle after."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    norms = []
+
+    def record(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(float(torch.nn.utils.get_total_norm(grads)))
+
+    return norms, register_optimizer_step_pre_hook(record)
+
+
+def test_max_grad_norm_clips_a_step_only_when_its_gradient_is_longer(tiny_bert):
+    topics, qrels, candidates = toy_task()
+
+    def train(**clipping):
+        model = new_model(tiny_bert, pl.ParadeAttn)
+        norms, handle = step_gradient_norms()
+        try:
+            history = model.fit(topics, qrels, candidates, **FAST, epochs=2, loss="listwise", **clipping)
+        finally:
+            handle.remove()
+        return weights(model), history, norms
+
+    plain, history, norms = train()
+    assert "grad_norm" not in history  # the history of a run without clipping is as it was
+    assert min(norms) > 0
+    # a limit above every step's norm: the norms are recorded and the training is the same
+    loose, history, loose_norms = train(max_grad_norm=1e6)
+    assert loose_norms == norms and history["grad_norm"].tolist() == pytest.approx(norms, rel=1e-6)
+    assert all(torch.equal(plain[k], loose[k]) for k in plain)
+    # below the first step's norm: each longer gradient is cut to the limit, and training changes
+    limit = norms[0] / 3
+    clipped, history, clipped_norms = train(max_grad_norm=limit)
+    assert history["grad_norm"][0] == pytest.approx(norms[0], rel=1e-6)
+    assert clipped_norms == pytest.approx([min(limit, n) for n in history["grad_norm"]], rel=1e-4)
+    assert not all(torch.equal(plain[k], clipped[k]) for k in plain)
+
+
+class OverflowAt(MarginLoss):
+    """The margin loss, with an infinite gradient at its ``call``-th call (as an fp16 overflow gives)."""
+
+    def __init__(self, call: int):
+        super().__init__()
+        self.call, self.calls = call, 0
+
+    def forward(self, scores):
+        self.calls += 1
+        if self.calls == self.call:
+            scores = _InfiniteGradient.apply(scores)
+        return super().forward(scores)
+
+
+class _InfiniteGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full_like(grad, float("inf"))
+
+
+def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_bert):
+    from pyterrier_longdoc.training.fit import grad_scaler
+
+    assert isinstance(grad_scaler(new_model(tiny_bert, dtype="fp16")), torch.amp.GradScaler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without native bf16 is warned about
+        assert grad_scaler(new_model(tiny_bert, dtype="bf16")) is None
+    assert grad_scaler(new_model(tiny_bert)) is None
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert, pl.ParadeAttn, dtype="fp16")
+    after = [weights(model)]
+    history = model.fit(topics, qrels, candidates, **{**FAST, "queries_per_forward": 4}, epochs=3,
+                        loss=OverflowAt(call=3), callback=lambda row: after.append(weights(model)))
+    assert all(torch.equal(after[2][k], after[3][k]) for k in after[2])  # step 3 was skipped
+    assert history["loss_scale"][3] == history["loss_scale"][2] / 2  # and the scale lowered
+    assert np.isfinite(history["loss"]).all()
+    stepped = [i for i in range(1, len(after)) if not all(torch.equal(after[i - 1][k], after[i][k]) for k in after[i])]
+    assert stepped and 3 not in stepped  # the other steps that did not overflow were taken
+    assert all(torch.isfinite(v).all() for v in after[-1].values())
+
+
+def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, runtime=None, task=None, **options):
+    """(the model trained straight through, the model stopped after step ``stop_at`` and resumed
+    from its checkpoint in a fresh model with a fresh RNG state, as a new process would, and
+    their histories)."""
+    topics, qrels, candidates = toy_task(**(task or {}))
+    options = dict(checkpoint_every=1, **options)
+    straight = new_model(tiny_bert, cls, **(runtime or {}))
+    full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
+
+    class Interrupt(Exception):
+        pass
+
+    def stop(row):
+        if row["step"] == stop_at:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        new_model(tiny_bert, cls, **(runtime or {})).fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed",
+                                                         callback=stop, **options)
+    resumed = new_model(tiny_bert, cls, **(runtime or {}))
+    torch.manual_seed(1234)
+    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    return straight, resumed, full_history, history
+
+
+def test_the_loss_scale_and_clipping_resume_exactly(tiny_bert, tmp_path):
+    straight, resumed, full_history, history = interrupted_and_resumed(
+        tiny_bert, tmp_path, stop_at=2, runtime=dict(dtype="fp16"), max_grad_norm=5.0, **FAST, epochs=3)
+    # the first steps overflow at the initial scale: a fresh scaler would skip more after resuming
+    assert full_history["loss_scale"].iloc[2] < full_history["loss_scale"].iloc[0]
+    pd.testing.assert_frame_equal(history, full_history)
+    assert all(torch.equal(weights(straight)[k], v) for k, v in weights(resumed).items())

@@ -1,10 +1,12 @@
 """Training checkpoints: written atomically, resumed exactly, and never pickled.
 
 A checkpoint is a directory ``step-000123`` holding the model as ``save_pretrained`` writes it,
-``training_state.safetensors`` (optimizer tensors and the torch RNG state) and
-``trainer_state.json`` (step, options, a fingerprint of the training data, history, the
-optimizer's plain values). The newest ``keep`` checkpoints are kept, so a checkpoint damaged
-after it was written (a full disk, a bad copy) leaves an older one to resume from.
+``training_state.safetensors`` (optimizer tensors and the torch RNG state of every training
+process: ``rng.torch`` for rank 0, ``rng.torch.<rank>`` for the others) and ``trainer_state.json``
+(step, options, a fingerprint of the training data, history, the optimizer's plain values and
+whatever else the trainer keeps, such as the gradient scaler's state). The newest ``keep``
+checkpoints are kept, so a checkpoint damaged after it was written (a full disk, a bad copy)
+leaves an older one to resume from.
 """
 from __future__ import annotations
 
@@ -33,8 +35,11 @@ _STEP = re.compile(rf"{PREFIX}(\d+)$")
 
 
 def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim.Optimizer, trainer_state: dict,
-                    keep: int = 2) -> Path:
-    """Writes checkpoint ``step`` atomically and removes all but the newest ``keep`` checkpoints."""
+                    keep: int = 2, rng_states: list[torch.Tensor] | None = None) -> Path:
+    """Writes checkpoint ``step`` atomically and removes all but the newest ``keep`` checkpoints.
+
+    ``rng_states``: the torch RNG state of each training process, by rank (default: this
+    process's alone)."""
     if not isinstance(keep, int) or keep < 1:
         raise ValueError(f"the number of checkpoints to keep must be a positive integer, got {keep!r}")
     directory.mkdir(parents=True, exist_ok=True)
@@ -43,7 +48,8 @@ def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim
     try:
         reranker.save_pretrained(tmp)
         tensors, plain = _split_optimizer_state(optimizer.state_dict())
-        tensors["rng.torch"] = torch.get_rng_state()
+        for rank, state in enumerate(rng_states or [torch.get_rng_state()]):
+            tensors[_rng_key(rank)] = state
         save_file(tensors, str(tmp / STATE_TENSORS))
         (tmp / STATE_JSON).write_text(json.dumps({**trainer_state, "step": step, "optimizer": plain}, indent=1))
         if final.exists():
@@ -85,16 +91,17 @@ def remove_checkpoints(directory: Path) -> None:
 
 
 def resume(directory: Path, reranker, optimizer: torch.optim.Optimizer,
-           check: Callable[[Path, dict], None] | None = None) -> tuple[Path, dict] | None:
+           check: Callable[[Path, dict], None] | None = None, rank: int = 0) -> tuple[Path, dict] | None:
     """Restores the newest valid checkpoint of ``directory``: (its path, its trainer state), or
     None when there is none. A damaged newer one is skipped with a warning; when every one is
     damaged, the error names each file and what is wrong with it. ``check(path, state)`` may
-    refuse a checkpoint (by raising) before anything is restored."""
+    refuse a checkpoint (by raising) before anything is restored; ``rank`` is the training
+    process whose RNG state is restored."""
     found = checkpoints(directory)
     problems = []
     for path in reversed(found):
         try:
-            state = load_checkpoint(path, reranker, optimizer, check)
+            state = load_checkpoint(path, reranker, optimizer, check, rank)
         except CorruptCheckpoint as error:
             problems.append(str(error))
             continue
@@ -127,8 +134,10 @@ class CorruptCheckpoint(ValueError):
 
 
 def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
-                    check: Callable[[Path, dict], None] | None = None) -> dict:
-    """Restores model weights, optimizer and RNG state; returns the trainer state.
+                    check: Callable[[Path, dict], None] | None = None, rank: int = 0) -> dict:
+    """Restores model weights, optimizer and the RNG state of process ``rank``; returns the
+    trainer state. A rank the checkpoint has no state for (it was written by fewer processes)
+    takes rank 0's, as every process starts from the same seed.
 
     Every file is read and checked (and ``check(path, state)`` called) before anything is
     restored, so a damaged or refused checkpoint leaves the model and optimizer as they were.
@@ -147,7 +156,7 @@ def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
     try:
         tensors = load_file(str(tensors_file))
         optimizer_state = _join_optimizer_state(tensors, state.pop("optimizer"))
-        rng = tensors["rng.torch"]
+        rng = tensors.get(_rng_key(rank), tensors["rng.torch"])
     except (OSError, SafetensorError, ValueError, KeyError) as error:
         raise CorruptCheckpoint(f"{tensors_file} is unreadable ({type(error).__name__}: {error})") from error
     try:
@@ -158,6 +167,10 @@ def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
     torch.set_rng_state(rng)
     optimizer.load_state_dict(optimizer_state)
     return state
+
+
+def _rng_key(rank: int) -> str:
+    return "rng.torch" if rank == 0 else f"rng.torch.{rank}"
 
 
 def _split_optimizer_state(state_dict: dict) -> tuple[dict[str, torch.Tensor], dict]:

@@ -1,6 +1,7 @@
 """End-to-end training: the aggregated document score goes into the loss."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
@@ -25,7 +26,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         valid_topics: pd.DataFrame | None = None, valid_qrels: pd.DataFrame | None = None, valid_candidates=None,
         valid_metric: str = "nDCG@10", checkpoint_dir: str | os.PathLike | None = None,
         checkpoint_every: int | None = None, callback: Callable[[dict], None] | None = None,
-        save_total_limit: int = 2, restart: bool = False) -> pd.DataFrame:
+        save_total_limit: int = 2, restart: bool = False, max_grad_norm: float | None = None) -> pd.DataFrame:
     """Train ``reranker`` end to end and return the training history (one row per optimiser step).
 
     Defaults follow the papers (PARADE; Boytsov et al.): per query, one positive and one hard
@@ -53,15 +54,33 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         callback: called after every optimiser step with the history row.
         save_total_limit: how many of the newest checkpoints are kept.
         restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
+        max_grad_norm: clip the gradient of each optimiser step (over all parameters, after
+            unscaling) to this L2 norm, and record the norm before clipping in the history's
+            ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.
 
     Every input is checked before the first step: a missing, non-text or invalid query or
     document text, a non-numeric label, rank or score, a missing text for a document training
     can sample, and validation arguments, each with an error naming the rows or documents.
 
+    With fp16 autocast (``dtype="fp16"``, and the default on a CUDA device without bf16) the loss
+    is scaled by a ``torch.amp.GradScaler``: a step whose gradients overflow is skipped and the
+    scale halved (the first steps often are, while the scale comes down from 2**16); the history's
+    ``loss_scale`` column shows the scale of each step. bf16 and fp32 need no scaling.
+
     Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
-    on GPU) every process takes its share of each step's queries and the gradients are summed
-    across processes before the step, as DistributedDataParallel does: the same global batch
-    gives the same training as one process. Rank 0 writes checkpoints and runs validation.
+    on GPU) the model trains wrapped in ``torch.nn.parallel.DistributedDataParallel``: every
+    process takes its share of each step's queries (every ``world_size``-th), the gradients are
+    all-reduced in buckets while the last micro-batch's backward pass runs (the other micro-batches
+    of a step accumulate locally under ``no_sync``), and they add up to the gradient one process
+    computes on the whole global batch, so the same ``queries_per_step`` gives the same training
+    (up to the order of floating-point sums). Every process calls ``fit`` with the same data and
+    options, and its own device, e.g. ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0
+    writes checkpoints (``checkpoint_dir`` must be on a file system every process reads, as each
+    resumes from it, with its own RNG state) and runs validation. On the CPU a resumed run ends
+    bit-identical to an uninterrupted one, in one process and in 2 (tested with gloo; with more,
+    the all-reduce may add in another order); on a GPU, dropout draws from the GPU's generator,
+    which checkpoints do not hold, and some CUDA kernels are not deterministic, so a resumed run
+    ends close to, not bitwise equal to, an uninterrupted one.
     """
     if epochs < 1 or negatives < 1 or queries_per_step < 1 or queries_per_forward < 1:
         raise ValueError("epochs, negatives, queries_per_step and queries_per_forward must be positive")
@@ -69,6 +88,9 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
         raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
     if not isinstance(save_total_limit, int) or save_total_limit < 1:
         raise ValueError(f"save_total_limit must be a positive integer, got {save_total_limit!r}")
+    if max_grad_norm is not None and (isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float))
+                                      or not 0 < max_grad_norm < math.inf):
+        raise ValueError(f"max_grad_norm must be a positive number or None (no clipping), got {max_grad_norm!r}")
     criterion = make_loss(loss)
     context = Named(f"{reranker!r}.fit")
     data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
@@ -101,6 +123,9 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
 
     options = dict(epochs=epochs, loss=str(loss), negatives=negatives, top_k=top_k, lr=lr, head_lr=head_lr,
                    weight_decay=weight_decay, warmup=warmup, queries_per_step=queries_per_step, seed=seed)
+    if max_grad_norm is not None:  # only then: checkpoints written without clipping stay resumable
+        options["max_grad_norm"] = max_grad_norm
+    scaler = grad_scaler(reranker)
     history: list[dict] = []
     step = 0
     checkpoints = Path(checkpoint_dir) if checkpoint_dir is not None else None
@@ -125,21 +150,57 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
             raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
                              "use another checkpoint_dir, the same data, or restart=True to train from the start")
 
-    resumed = resume(checkpoints, reranker, optimizer, check=same_run) if checkpoints is not None else None
+    resumed = resume(checkpoints, reranker, optimizer, check=same_run, rank=rank) if checkpoints is not None else None
     if resumed is not None:
         _, state = resumed
         step, history = state["step"], state["history"]
-        with warnings.catch_warnings():  # catching up with the steps taken before, none is skipped
-            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
-            for _ in range(step):
-                scheduler.step()
+        if scaler is not None and state.get("grad_scaler"):
+            scaler.load_state_dict(state["grad_scaler"])
+        for _ in range(step):  # catching up with the steps taken before
+            advance(scheduler)
     else:
         torch.manual_seed(seed)
+    scoring = scoring_module(reranker, world)
+
+    def backward(part: list, factor: float, synchronise: bool) -> float:
+        """Scores one micro-batch and back-propagates its loss times ``factor``; returns the loss."""
+        accumulate = not synchronise and isinstance(scoring, torch.nn.parallel.DistributedDataParallel)
+        with scoring.no_sync() if accumulate else contextlib.nullcontext():
+            docnos = [d for inst in part for d in inst.docnos]
+            queries = [inst.query for inst in part for _ in inst.docnos]
+            value = criterion(scoring(queries, [texts[d] for d in docnos]).view(len(part), -1))
+            loss = value.item() if factor else 0.0
+            if factor != 1:
+                value = value * factor
+            (scaler.scale(value) if scaler is not None else value).backward()
+        return loss
+
+    def optimiser_step() -> dict:
+        """Unscales, clips and steps; returns the history's columns of the loss scale and norm."""
+        recorded = {}
+        if scaler is not None:
+            recorded["loss_scale"] = scaler.get_scale()
+        if max_grad_norm is not None:
+            if scaler is not None:
+                scaler.unscale_(optimizer)
+            recorded["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+        if scaler is not None:
+            scaler.step(optimizer)  # skipped when a gradient is not finite
+            scaler.update()
+        else:
+            optimizer.step()
+        advance(scheduler)
+        return recorded
 
     def checkpoint():
-        if checkpoints is not None and rank == 0:
-            save_checkpoint(checkpoints, step, reranker, optimizer,
-                            {"options": options, "data": data, "history": history}, keep=save_total_limit)
+        if checkpoints is not None:
+            trainer_state = {"options": options, "data": data, "history": history}
+            if scaler is not None:
+                trainer_state["grad_scaler"] = scaler.state_dict()
+            states = rng_states(world, reranker.device)  # every process takes part
+            if rank == 0:
+                save_checkpoint(checkpoints, step, reranker, optimizer, trainer_state, keep=save_total_limit,
+                                rng_states=states)
         if world > 1:
             torch.distributed.barrier()
 
@@ -152,22 +213,16 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                 model.train()
                 batch = instances[epoch_step * queries_per_step:(epoch_step + 1) * queries_per_step]
                 optimizer.zero_grad(set_to_none=True)
-                total = 0.0
-                mine = batch[rank::world]
-                for start in range(0, len(mine), queries_per_forward):
-                    part = mine[start:start + queries_per_forward]
-                    docnos = [d for inst in part for d in inst.docnos]
-                    queries = [inst.query for inst in part for _ in inst.docnos]
-                    scores = reranker.score_batch(queries, [texts[d] for d in docnos]).scores.view(len(part), -1)
-                    value = criterion(scores)
-                    value.backward()
-                    total += value.item()
+                parts = micro_batches(batch, rank, world, queries_per_forward)
+                # DDP all-reduces the gradients during the last micro-batch's backward pass
+                total = sum(backward(part, factor, synchronise=i == len(parts) - 1)
+                            for i, (part, factor) in enumerate(parts))
                 if world > 1:
-                    total = sum_across_processes(model, total)
-                optimizer.step()
-                scheduler.step()
+                    total = sum_across_processes(total, reranker.device)
+                recorded = optimiser_step()
                 step += 1
-                row = {"step": step, "epoch": epoch, "loss": total / len(batch), "lr": optimizer.param_groups[0]["lr"]}
+                row = {"step": step, "epoch": epoch, "loss": total / len(batch), "lr": optimizer.param_groups[0]["lr"],
+                       **recorded}
                 history.append(row)
                 progress.update(1)
                 progress.set_postfix(loss=f"{row['loss']:.4f}")
@@ -179,13 +234,72 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
                 value = evaluate(reranker, *validation, valid_metric, lookup) if rank == 0 else 0.0
                 history[-1][valid_metric] = broadcast_value(value, world, reranker.device)
             checkpoint()
+    del scoring  # DDP's gradient hooks go with it
     model.eval()
     return pd.DataFrame(history)
 
 
+def grad_scaler(reranker) -> torch.amp.GradScaler | None:
+    """A loss scaler for fp16 autocast, whose small range lets gradients underflow or overflow;
+    None for bf16 and fp32."""
+    if reranker.autocast_dtype != torch.float16:
+        return None
+    return torch.amp.GradScaler(reranker.device.type)
+
+
+def advance(scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """One scheduler step, also after an optimiser step the gradient scaler skipped (as it is
+    counted), without torch's warning that the optimiser did not step first."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+        scheduler.step()
+
+
+def micro_batches(batch: list, rank: int, world: int, size: int) -> list[tuple[list, float]]:
+    """This process's share of a step's queries, ``size`` at a time, each with the factor of its loss.
+
+    The losses are sums over queries and one process sums its micro-batches' gradients; DDP
+    averages over the ``world`` processes, so each loss counts ``world`` times to make that
+    average the sum over the global batch. A process left without queries (a last step with
+    fewer queries than processes) must still join the all-reduce: it scores one query with
+    factor 0, which adds nothing.
+    """
+    mine = batch[rank::world]
+    if not mine:
+        return [(batch[:1], 0.0)]
+    factor = float(world)
+    return [(mine[start:start + size], factor) for start in range(0, len(mine), size)]
+
+
+class _Scoring(torch.nn.Module):
+    """The reranker's differentiable scores as a module's ``forward``, the call DDP wraps."""
+
+    def __init__(self, reranker):
+        super().__init__()
+        self.model = reranker.model
+        self.score_batch = reranker.score_batch
+
+    def forward(self, queries: list[str], texts: list[str]) -> torch.Tensor:
+        return self.score_batch(queries, texts).scores
+
+
+def scoring_module(reranker, world: int) -> torch.nn.Module:
+    """``(queries, texts) -> scores`` for training; with several processes in DistributedDataParallel.
+
+    DDP's constructor gives every process rank 0's weights (a fresh head differs in each). Heads
+    that read the encoder's hidden states (CEDR, Neural Model 1, PARADE-CNN and -Transformer)
+    leave its pooler without a gradient, hence ``find_unused_parameters``; such a parameter keeps
+    no gradient, as in one process, and AdamW leaves it alone. The buffers (position ids) never
+    change, so they are not broadcast again at every step.
+    """
+    scoring = _Scoring(reranker)
+    if world == 1:
+        return scoring
+    return torch.nn.parallel.DistributedDataParallel(scoring, find_unused_parameters=True, forward_sync_buffers=False)
+
+
 def distributed_setup(reranker) -> tuple[int, int]:
-    """(world size, rank); joins the process group torchrun describes, and gives every process
-    rank 0's weights (a fresh head is initialised differently in each)."""
+    """(world size, rank); joins the process group torchrun describes."""
     import torch.distributed as dist
 
     if not dist.is_available():
@@ -194,27 +308,28 @@ def distributed_setup(reranker) -> tuple[int, int]:
         dist.init_process_group("nccl" if reranker.device.type == "cuda" else "gloo")
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return 1, 0
-    for tensor in reranker.model.state_dict().values():
-        dist.broadcast(tensor, src=0)
     return dist.get_world_size(), dist.get_rank()
 
 
-def sum_across_processes(model: torch.nn.Module, loss: float) -> float:
-    """Sums every gradient (the losses are sums over queries) and the loss over the processes."""
+def sum_across_processes(loss: float, device: torch.device) -> float:
+    """The sum of a step's loss over the processes (DDP reduces the gradients, not the loss)."""
     import torch.distributed as dist
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    # a parameter no process used keeps no gradient, as in one process (AdamW then skips it)
-    used = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=params[0].device)
-    dist.all_reduce(used)
-    for p, flag in zip(params, used.tolist()):
-        if flag:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            dist.all_reduce(p.grad)
-    total = torch.tensor([loss], dtype=torch.float64, device=params[0].device)
+    total = torch.tensor([loss], dtype=torch.float64, device=device)
     dist.all_reduce(total)
     return float(total.item())
+
+
+def rng_states(world: int, device: torch.device) -> list[torch.Tensor]:
+    """The torch RNG state of every process, by rank (collective: every process calls it)."""
+    state = torch.get_rng_state()
+    if world == 1:
+        return [state]
+    import torch.distributed as dist
+
+    gathered = [torch.empty_like(state, device=device) for _ in range(world)]
+    dist.all_gather(gathered, state.to(device))  # on the device: NCCL gathers CUDA tensors only
+    return [s.cpu() for s in gathered]
 
 
 def broadcast_value(value: float, world: int, device: torch.device) -> float:
