@@ -79,6 +79,18 @@ def test_task_hides_the_term_and_drops_its_variants(tmp_path):
     assert task.qrels["label"].eq(1).all() and len(task.qrels) == len(task.queries)
 
 
+def test_entries_as_printed_keep_the_term_and_the_same_queries(tmp_path):
+    path = write_dictd(tmp_path, ENTRIES)
+    hidden = foldoc_task(path, vocabulary={"compiler", "linker"}, min_words=10)
+    printed = foldoc_task(path, vocabulary={"compiler", "linker"}, min_words=10, hide_term=False)
+    assert printed.queries.equals(hidden.queries) and printed.qrels.equals(hidden.qrels)
+    assert printed.passages["docno"].tolist() == hidden.passages["docno"].tolist()
+    text = dict(zip(printed.passages["docno"], printed.passages["text"]))
+    relevant = printed.qrels.merge(printed.queries, on="qid").set_index("term")["docno"]
+    assert text[relevant["compiler"]].startswith("compiler: ") and "Compilers check" in text[relevant["compiler"]]
+    assert all(": " in t for t in text.values())  # every entry headword first, not only the queried ones
+
+
 def test_known_only_and_max_queries(tmp_path):
     path = write_dictd(tmp_path, ENTRIES)
     known = foldoc_task(path, vocabulary={"compiler", "linker"}, known_only=True, min_words=10)
