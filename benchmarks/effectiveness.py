@@ -5,17 +5,21 @@
 
 The recipe, from the packaged MiniLM (all-MiniLM-L6-v2, no ranking head):
 1. passage stage: ``train_passage_ranker`` (sentence-transformers' CrossEncoderTrainer, margin
-   loss) on (query, relevant passage, BM25 hard negative) triples of queries that are in no
-   document collection below;
+   loss, lr 1e-4, 100 steps of 8) on (query, relevant passage, negative) triples of queries that
+   are in no document collection below (FOLDOC: one BM25 hard negative and one random entry per
+   query);
 2. document stage: FirstP, MaxP and ParadeAttn start from that cross-encoder and are fitted
-   with ``model.fit`` on the training queries' candidates.
+   with ``model.fit`` on the training queries' candidates (one epoch, lr 1e-4, head lr 5e-4).
 Zero-shot MaxP and FirstP (the warm start, no document training) are evaluated too.
 
 Collections:
-(b) FOLDOC FarRelevant: definitional queries over the Free On-line Dictionary of Computing
-    (``pyterrier_longdoc.foldoc``), turned into documents by ``build_far_relevant``: the relevant
-    definition sits in the first 512 tokens (near queries) or after them (far queries); each
-    query's candidates are its document, BM25's top other documents and random ones.
+(b) FOLDOC FarRelevant: definitional queries ("what is <term>") over the Free On-line
+    Dictionary of Computing (``pyterrier_longdoc.foldoc``), entries as a dictionary prints them,
+    headword first (``foldoc_task(hide_term=False)``; ``--hidden-term`` runs the harder variant in
+    which the definition never names its term), turned into documents of prose entries by
+    ``build_far_relevant``: the relevant entry sits in the first 512 tokens (near queries) or
+    after them (far queries); each query's candidates are its document, BM25's top other
+    documents and random ones. Half the 100 training queries are near, half far.
 (a) the synthetic collection (``pyterrier_longdoc.synthetic.make_collection``), whose passage
     stage uses its training topics' answer passages.
 
@@ -453,6 +457,12 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def targets_markdown(result: dict) -> str:
+    """The targets as a list: PASS / FAIL / info, with the values compared."""
+    marks = {True: "PASS", False: "FAIL", None: "info"}
+    return "\n".join(f"- {marks[t['passed']]} {t['target']}: {t['values']}" for t in result.get("targets", []))
+
+
 def _print(result: dict) -> None:
     print("\n" + markdown(result))
     print("\nMinutes per seed: " + "; ".join(f"{k} {', '.join(f'{x:.1f}' for x in v)}"
@@ -463,9 +473,8 @@ def _print(result: dict) -> None:
     if recipe:
         print(f"Recipe (passage stage + fit of MaxP): {max(recipe):.1f} min at most (limit 15 on 2 idle cores); "
               f"{max(cpu):.1f} CPU minutes, {max(cpu) / (os.cpu_count() or 1):.1f} min over {os.cpu_count()} cores")
-    for target in result.get("targets", []):
-        mark = {True: "PASS", False: "FAIL", None: "info"}[target["passed"]]
-        print(f"- {mark} {target['target']}: {target['values']}")
+    if result.get("targets"):
+        print(targets_markdown(result))
 
 
 # ---------------------------------------------------------------------------------------------

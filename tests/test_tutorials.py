@@ -42,6 +42,19 @@ def ran_to_the_end(cells) -> bool:
     return "This notebook ran in" in cells[-1].outputs[0]["text"]
 
 
+def run_with_solutions(name, timeout: int):
+    """Executes notebook ``name`` with its solutions appended, in the tutorials folder (as a user
+    runs it: it imports the helper modules from there); returns the notebook's own code cells."""
+    from nbclient import NotebookClient
+
+    notebook = read(name)
+    cells = code_cells(notebook)
+    notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(name)]
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(TUTORIALS)}}).execute()
+    return cells
+
+
 WARM_STARTED = ["01_quickstart", "03_training", "05_comparing_models"]
 
 
@@ -68,14 +81,7 @@ def test_notebook_and_solutions_run(name, warm_start):
     notebooks assert the numbers their text interprets, so text and outputs cannot drift apart.
     Each notebook runs once, with its solutions appended, in the tutorials folder (as a user runs
     it: it imports the helper modules from there)."""
-    from nbclient import NotebookClient
-
-    notebook = read(name)
-    cells = code_cells(notebook)
-    notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(name)]
-    client = NotebookClient(notebook, timeout=1800, kernel_name="python3",
-                            resources={"metadata": {"path": str(TUTORIALS)}})
-    client.execute()
+    cells = run_with_solutions(name, timeout=1800)
     assert ran_to_the_end(cells)
 
 
@@ -203,14 +209,7 @@ def lab_standins(tmp_path, monkeypatch):
 def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
     """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
     DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
-    from nbclient import NotebookClient
-
-    notebook = read(LAB)
-    cells = code_cells(notebook)
-    notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(LAB)]
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(TUTORIALS)}})
-    client.execute()
+    cells = run_with_solutions(LAB, timeout=600)
     assert ran_to_the_end(cells)
     assert "STAND-INS" in output_text(cells[0])
     assert_lab_tables(cells)
