@@ -60,3 +60,23 @@ def test_seeds_and_targets_are_reported(run):
     random_far = foldoc["table"]["random order"]["far"]["mean"]
     # up to 1 + 3 BM25 + 2 random candidates per query: H(n) / n for n <= 6
     assert sum(1 / k for k in range(1, 7)) / 6 - 1e-9 <= random_far <= sum(1 / k for k in range(1, 4)) / 3
+
+
+def test_readme_shows_the_committed_run_of_the_benchmark():
+    """README's effectiveness tables and targets are exactly what benchmarks/effectiveness.py
+    prints for the run committed in benchmarks/results/effectiveness.json, and the targets it
+    lists follow from that run's table."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import effectiveness
+
+    results = json.loads((ROOT / "benchmarks" / "results" / "effectiveness.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert len(results["seeds"]) >= 3
+    for name, result in results["collections"].items():
+        block = readme.split(f"<!-- effectiveness-results: {name} -->", 1)[1]
+        assert block.lstrip("\n").startswith(effectiveness.markdown(result)), name
+        for split in ("near", "far"):
+            assert result["table"]["MaxP"][split]["queries"] >= 50
+    foldoc = results["collections"]["foldoc"]
+    assert foldoc["targets"] == effectiveness.check_targets(foldoc["table"])
+    assert effectiveness.targets_markdown(foldoc) in readme
