@@ -74,8 +74,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             ranking vs fp32 0.994, MaxP on a passage-trained MiniLM cross-encoder), and it is
             several times slower without native bf16. ``"int8"``: dynamic int8 quantization of the
             encoder's linear layers, CPU inference only (training stays fp32); it costs ranking
-            quality: 1.3x faster but Kendall tau 0.69 vs fp32 (down to 0.2 for a query) in that
-            measurement (``benchmarks/run.py`` row 8).
+            quality: 1.3-1.6x faster but Kendall tau 0.69 vs fp32 (down to 0.2 for a query) in those
+            measurements (``benchmarks/run.py`` row 8).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),

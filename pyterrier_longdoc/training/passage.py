@@ -150,17 +150,13 @@ def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.Data
         if not positives:
             continue
         rng = np.random.default_rng([seed, *map(ord, qid)])
-        # a copy of a relevant passage under another docno is no negative either
+        # by text: a copy of a relevant passage under another docno is no negative either
         relevant_texts = {text[d] for d in positives}
-
-        def negative_ok(docno) -> bool:
-            return docno not in positives and text[docno] not in relevant_texts
-
-        hard = [d for d in pools.get(qid, []) if d in text and negative_ok(d)]
+        hard = [d for d in pools.get(qid, []) if d in text and text[d] not in relevant_texts]
         for positive in sorted(positives):
             for _ in range(negatives_per_query):
                 negative = hard[int(rng.integers(len(hard)))] if hard else None
-                while negative is None or not negative_ok(negative):  # a random passage; never a relevant one
+                while negative is None or text[negative] in relevant_texts:  # a random passage; never a relevant one
                     negative = everything[int(rng.integers(len(everything)))]
                 rows.append((qid, query, text[positive], text[negative]))
     return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
