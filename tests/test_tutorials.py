@@ -9,6 +9,7 @@ in fp32 and bf16), so a drift between text and output fails here. Set
 PYTERRIER_LONGDOC_TUTORIALS_DTYPE=bf16 to run them in bf16."""
 import ast
 import importlib
+import os
 import re
 from pathlib import Path
 
@@ -44,15 +45,21 @@ def ran_to_the_end(cells) -> bool:
 
 def run_with_solutions(name, timeout: int):
     """Executes notebook ``name`` with its solutions appended, in the tutorials folder (as a user
-    runs it: it imports the helper modules from there); returns the notebook's own code cells."""
+    runs it: it imports the helper modules from there); returns the notebook's own code cells.
+
+    With PYTERRIER_LONGDOC_SAVE_TUTORIALS=1 the notebook is saved with this run's outputs (its
+    own cells only): how the saved outputs are refreshed after a change."""
     from nbclient import NotebookClient
 
     notebook = read(name)
-    cells = code_cells(notebook)
+    own = list(notebook.cells)
     notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(name)]
     NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(TUTORIALS)}}).execute()
-    return cells
+    notebook.cells = own
+    if os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1":
+        nbformat.write(notebook, TUTORIALS / f"{name}.ipynb")
+    return code_cells(notebook)
 
 
 WARM_STARTED = ["01_quickstart", "03_training", "05_comparing_models"]
@@ -76,11 +83,13 @@ def warm_start():
 
 
 @pytest.mark.parametrize("name", EXECUTED)
-def test_notebook_and_solutions_run(name, warm_start):
+def test_notebook_and_solutions_run(name, request):
     """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell): the
     notebooks assert the numbers their text interprets, so text and outputs cannot drift apart.
     Each notebook runs once, with its solutions appended, in the tutorials folder (as a user runs
     it: it imports the helper modules from there)."""
+    if name in WARM_STARTED:
+        request.getfixturevalue("warm_start")
     cells = run_with_solutions(name, timeout=1800)
     assert ran_to_the_end(cells)
 
