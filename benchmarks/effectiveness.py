@@ -9,8 +9,9 @@ The recipe, from the packaged MiniLM (all-MiniLM-L6-v2, no ranking head):
    are in no document collection below (FOLDOC: one BM25 hard negative and one random entry per
    query);
 2. document stage: FirstP, MaxP and ParadeAttn start from that cross-encoder and are fitted
-   with ``model.fit`` on the training queries' candidates (one epoch, lr 1e-4, head lr 5e-4);
-   FirstP on the near training queries only, for four epochs (see ``document_stage``).
+   with ``model.fit`` on the training queries' candidates (one epoch, lr 1e-4, head lr 5e-4); on
+   FOLDOC, FirstP on the near training queries only, for four epochs, and PARADE-Attn's encoder
+   at lr 3e-5 (see ``document_stage``).
 Zero-shot MaxP and FirstP (the warm start, no document training) are evaluated too.
 
 Collections:
@@ -59,7 +60,8 @@ FULL = dict(
     warmup_queries=400, warmup_steps=100, warmup_lr=1e-4, warmup_batch=8,
     train_queries=100, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
     fit=dict(epochs=1, lr=1e-4, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=10),
-    firstp_epochs=4,  # FirstP trains on the near training queries only, so over more epochs
+    # FOLDOC's per-model settings (see document_stage); the synthetic collection trains all alike
+    foldoc_models={"FirstP": {"near_only": True, "epochs": 4}, "ParadeAttn": {"lr": 3e-5}},
     windows=dict(window=240, stride=240),  # three disjoint windows cover a 720-token document
     synthetic=dict(n_queries=160, test_fraction=0.625, doc_words=(600, 700), far_start=530),
     synthetic_candidates=6,
@@ -68,7 +70,7 @@ QUICK = dict(
     warmup_queries=16, warmup_steps=4, warmup_lr=1e-3, warmup_batch=4,
     train_queries=8, test_queries=6, max_doc_tokens=720, retrieved=3, random=2,
     fit=dict(epochs=1, lr=1e-4, head_lr=1e-3, warmup=0.1, queries_per_step=4, negatives=1, top_k=6),
-    firstp_epochs=2,
+    foldoc_models={"FirstP": {"near_only": True, "epochs": 2}, "ParadeAttn": {"lr": 3e-5}},
     windows=dict(window=200, stride=150),
     synthetic=dict(n_queries=16, test_fraction=0.5, doc_words=(600, 700), far_start=530),
     synthetic_candidates=4,
@@ -90,6 +92,10 @@ def parse(argv=None):
                              "a model that knows what the term means finds it (foldoc_task(hide_term=True))")
     parser.add_argument("--test-queries", type=int, help="FOLDOC test queries per split (default 50)")
     parser.add_argument("--train-queries", type=int, help="FOLDOC document-stage training queries, half near, half far (default 100)")
+    parser.add_argument("--seed-list", help="comma-separated seeds, instead of --seeds (e.g. 1,2 in a second process)")
+    parser.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
+                        help="combine the FOLDOC results.json of runs over other seeds (each --seed-list) into one "
+                             "table in --output, instead of running")
     parser.add_argument("--shared-passage-stage", action="store_true",
                         help="one passage stage (seed 0) shared by every seed's document stage: faster, and the "
                              "intervals then leave out the passage stage's variance")
@@ -111,11 +117,14 @@ def main(argv=None) -> int:
     output.mkdir(parents=True, exist_ok=True)
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
-    seeds = list(range(args.seeds))
+    seeds = [int(k) for k in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
+    if args.merge:
+        return merge_runs(args, sizes, backbone, output)
     print(f"# Effectiveness of the passage-then-document recipe\n\nbackbone {backbone}, dtype {dtype}, "
           f"seeds {seeds}, torch threads {torch.get_num_threads()}", flush=True)
 
-    results = {"machine": machine(), "dtype": dtype, "seeds": seeds, "sizes": _jsonable(sizes), "collections": {}}
+    results = {"machine": machine(), "dtype": dtype, "seeds": seeds, "sizes": _jsonable(sizes),
+               "shared_passage_stage": args.shared_passage_stage, "collections": {}}
     for name in args.collections.split(","):
         build = {"foldoc": foldoc_benchmark, "synthetic": synthetic_benchmark}.get(name.strip())
         if build is None:
@@ -128,7 +137,7 @@ def main(argv=None) -> int:
     (output / "results.json").write_text(json.dumps(results, indent=1))
     print(f"\nMachine: {results['machine']}; the whole benchmark took {minutes:.1f} min "
           f"({cpu_minutes():.1f} CPU minutes; load average at the end {os.getloadavg()[0]:.1f}).")
-    failed = [t for c in results["collections"].values() for t in c.get("targets", []) if not t["passed"]]
+    failed = [t for c in results["collections"].values() for t in c.get("targets", []) if t["passed"] is False]
     return 1 if failed and not args.quick else 0
 
 
@@ -163,14 +172,17 @@ def cpu_minutes() -> float:
 
 
 def document_stage(cls, warm_start: str, train: dict, sizes: dict, dtype: str, seed: int, fit: bool = True):
-    """A model of class ``cls`` over the warm start, fitted on ``train`` unless ``fit`` is False.
+    """A model of class ``cls`` over the warm start, fitted on ``train`` unless ``fit`` is False,
+    with ``sizes["fit"]`` updated by the model's entry of ``sizes["models"]``.
 
-    FirstP fits on the near training queries only (``train["near"]``), for ``firstp_epochs``
-    epochs: a far document's first 512 tokens hold no answer, and trained on them FirstP learned
-    to rank the documents that mention the query's term below the others (measured on FOLDOC,
-    seed 0: RR 0.384 on near test queries after one epoch on both halves, below a random order's
-    0.402; 0.779 after four epochs on the near half). The papers train it on MS MARCO, where the
-    relevant passage is mostly early."""
+    On FOLDOC (``foldoc_models``, each chosen on seed 0, one at a time):
+    - FirstP fits on the near training queries only (``train["near"]``), for four epochs: a far
+      document's first 512 tokens hold no answer, and trained on them too FirstP learned to rank
+      the documents that mention the query's term below the others (RR 0.384 on near test
+      queries after one epoch on both halves, below a random order's 0.402; 0.779 after four
+      epochs on the near half). The papers train it on MS MARCO, where answers sit early.
+    - PARADE-Attn fits its encoder at 3e-5 (the demo's rate): at 1e-4 it ended near a random
+      order (0.43 near), at 3e-5 it reached 0.78 near, 0.74 far."""
     import torch
 
     torch.manual_seed(seed)  # a fresh head is drawn at construction
@@ -178,7 +190,8 @@ def document_stage(cls, warm_start: str, train: dict, sizes: dict, dtype: str, s
     model = cls(warm_start, dtype=dtype, batch_size=16, max_doc_tokens=sizes["max_doc_tokens"],
                 **({} if firstp else sizes["windows"]))
     if fit:
-        data, options = (train["near"], {"epochs": sizes["firstp_epochs"]}) if firstp else (train, {})
+        options = dict(sizes.get("models", {}).get(cls.__name__, {}))
+        data = train["near"] if options.pop("near_only", False) else train
         model.fit(data["topics"], data["qrels"], data["candidates"], **{**sizes["fit"], **options, "seed": seed})
     return model
 
@@ -206,7 +219,9 @@ def run_recipe(backbone: str, warmup_triples: pd.DataFrame, train: dict, tests: 
     for seed in seeds:
         if not shared or seed == seeds[0]:
             cpu = cpu_minutes()
-            warm_start, took = warm_up(backbone, warmup_triples, output / f"passage-seed{seed}", sizes, seed, dtype)
+            passage_seed = 0 if shared else seed
+            warm_start, took = warm_up(backbone, warmup_triples, output / f"passage-seed{passage_seed}", sizes,
+                                       passage_seed, dtype)
             minutes.setdefault("passage stage", []).append(took)
             minutes.setdefault("passage stage, CPU", []).append(cpu_minutes() - cpu)
             print(f"seed {seed}: passage stage {took:.1f} min", flush=True)
@@ -289,12 +304,43 @@ def foldoc_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> dict:
         (output / "foldoc-partial.json").write_text(json.dumps(partial, indent=1))
         print(markdown(partial), flush=True)
 
+    sizes = {**sizes, "models": sizes["foldoc_models"]}
     scores, minutes = run_recipe(backbone, warmup_triples, train, tests, sizes, dtype, seeds, output / "foldoc",
                                  args.shared_passage_stage, progress)
     result = summarise(scores, tests, minutes, description)
     result["targets"] = check_targets(result["table"])
     _print(result)
     return result
+
+
+def merge_runs(args, sizes, backbone, output: Path) -> int:
+    """``--merge``: one FOLDOC table from runs over disjoint seeds (the same options otherwise)."""
+    parts = [json.loads(Path(f).read_text()) for f in args.merge]
+    scores, minutes, seeds = {}, {}, []
+    for part in parts:
+        if set(part["collections"]) != {"foldoc"}:
+            raise SystemExit(f"--merge combines FOLDOC runs only; got {sorted(part['collections'])}")
+        if part["sizes"] != parts[0]["sizes"] or part["dtype"] != parts[0]["dtype"]:
+            raise SystemExit("--merge: the runs differ in their sizes or dtype")
+        seeds += part["seeds"]
+        run = part["collections"]["foldoc"]
+        for system, by_split in run["per_query"].items():
+            for split, by_seed in by_split.items():
+                scores.setdefault(system, {}).setdefault(split, {}).update({int(k): v for k, v in by_seed.items()})
+        for stage, values in run["minutes"].items():
+            if not (stage.startswith("passage stage") and part.get("shared_passage_stage") and stage in minutes):
+                minutes.setdefault(stage, []).extend(values)  # a shared passage stage is counted once
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"--merge: a seed appears twice ({sorted(seeds)})")
+    _, tests, _, description = foldoc_data(args, sizes, backbone, output)
+    result = summarise(scores, tests, minutes, description)
+    result["targets"] = check_targets(result["table"])
+    results = {"machine": parts[0]["machine"], "dtype": parts[0]["dtype"], "seeds": sorted(seeds),
+               "sizes": parts[0]["sizes"], "shared_passage_stage": parts[0].get("shared_passage_stage"),
+               "collections": {"foldoc": result}, "minutes": [p["minutes"] for p in parts]}
+    (output / "results.json").write_text(json.dumps(results, indent=1))
+    _print(result)
+    return 1 if any(t["passed"] is False for t in result["targets"]) and not args.quick else 0
 
 
 def foldoc_data(args, sizes, backbone, output: Path) -> tuple[dict, dict, pd.DataFrame, str]:
@@ -415,10 +461,7 @@ def synthetic_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> di
     for split, subset in (("near", test.near()), ("far", test.far())):
         run = first_stage(subset.topics[["qid", "query"]])
         tests[split] = labelled(run)
-    near = train.near()
-    fit_data = {"topics": train.topics[["qid", "query"]], "qrels": train.qrels, "candidates": train_candidates,
-                "near": {"topics": near.topics[["qid", "query"]], "qrels": near.qrels,
-                         "candidates": train_candidates[train_candidates["qid"].isin(set(near.topics["qid"]))]}}
+    fit_data = {"topics": train.topics[["qid", "query"]], "qrels": train.qrels, "candidates": train_candidates}
     triples = passage_triples(train, negatives_per_query=4, seed=0)
     description = (f"synthetic collection: {len(collection.documents)} documents, {len(train.topics)} training queries, "
                    + ", ".join(f"{t['qid'].nunique()} {s} test queries" for s, t in tests.items())
@@ -499,11 +542,12 @@ def _print(result: dict) -> None:
     print("\nMinutes per seed: " + "; ".join(f"{k} {', '.join(f'{x:.1f}' for x in v)}"
                                             for k, v in result["minutes"].items()))
     times = result["minutes"]
-    recipe = [a + b for a, b in zip(times.get("passage stage", []), times.get("fit MaxP", []))]
-    cpu = [a + b for a, b in zip(times.get("passage stage, CPU", []), times.get("fit MaxP, CPU", []))]
-    if recipe:
-        print(f"Recipe (passage stage + fit of MaxP): {max(recipe):.1f} min at most (limit 15 on 2 idle cores); "
-              f"{max(cpu):.1f} CPU minutes, {max(cpu) / (os.cpu_count() or 1):.1f} min over {os.cpu_count()} cores")
+    for model in MODELS:  # the recipe for one model: the passage stage, then its fit (slowest seed)
+        if times.get("passage stage") and times.get(f"fit {model}"):
+            wall = max(times["passage stage"]) + max(times[f"fit {model}"])
+            cpu = max(times["passage stage, CPU"]) + max(times[f"fit {model}, CPU"])
+            print(f"Recipe for {model} (passage stage + fit): {wall:.1f} min (limit 15 on 2 idle cores); "
+                  f"{cpu:.1f} CPU minutes")
     if result.get("targets"):
         print(targets_markdown(result))
 

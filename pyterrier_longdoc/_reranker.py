@@ -194,9 +194,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
                              base_model=base_model)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
-        elif chunk_head and trained_head:
-            aggregator.start_from_trained_head()
-        else:
+        elif not (chunk_head and trained_head):
             what = "its head" if chunk_head else f"its {cls.__name__} head"
             warnings.warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
                           "To rank without training, start from a trained cross-encoder (a sequence-classification "

@@ -64,29 +64,6 @@ def test_parade_pooled_and_attention_start_from_the_head(cross_encoder):
         np.testing.assert_allclose(model.score_texts(QUERIES, DOCS), expected, atol=1e-5, rtol=0, err_msg=cls.name)
 
 
-def test_parade_attn_starts_attending_where_the_head_scores_highest(cross_encoder, tiny_bert, tmp_path):
-    model = pl.ParadeAttn(cross_encoder, **SETTINGS)
-    aggregator = model.model.aggregator
-    query_vector = aggregator.query_vector.detach()
-    # the head's gradient at the origin, by central differences
-    head, eps = aggregator.head.eval(), 1e-3
-    basis = torch.eye(aggregator.hidden_size) * eps
-    with torch.no_grad():
-        gradient = ((head(basis) - head(-basis)) / (2 * eps)).squeeze(-1)
-    np.testing.assert_allclose(query_vector.norm(), aggregator.ZERO_SHOT_NORM, rtol=1e-5)
-    np.testing.assert_allclose(query_vector, gradient / gradient.norm() * aggregator.ZERO_SHOT_NORM, atol=2e-3)
-    # a new head has nothing to start from: a small random vector, the windows weighed nearly equally
-    with pytest.warns(pl.UntrainedHeadWarning):
-        fresh = pl.ParadeAttn(tiny_bert, **SETTINGS).model.aggregator.query_vector
-    assert float(fresh.norm()) < 0.1 * np.sqrt(len(fresh))
-    # a saved model keeps its trained vector
-    with torch.no_grad():
-        aggregator.query_vector.mul_(-0.5)
-    model.save_pretrained(tmp_path / "saved")
-    loaded = pl.ParadeAttn.from_pretrained(tmp_path / "saved").model.aggregator.query_vector
-    torch.testing.assert_close(loaded, aggregator.query_vector, rtol=0, atol=0)
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_saved_layout_keeps_the_head(tmp_path, layout):
     folder = write_cross_encoder(tmp_path, "bert", layout=layout)

@@ -41,11 +41,6 @@ class Aggregator(nn.Module):
         """Called once with the backbone when the model is assembled, before saved weights are
         loaded: for parameters that depend on it (its layer count, an embedding, the query length)."""
 
-    def start_from_trained_head(self) -> None:
-        """Called once when a new model starts from a trained cross-encoder (not when a saved model
-        is loaded), after ``head`` holds the cross-encoder's head: for parameters that a zero-shot
-        start derives from it."""
-
     def saved_settings(self) -> dict:
         """Settings the aggregator derived while it was built, saved with the model so that
         loading needs nothing else (e.g. the config of a pretrained aggregator encoder)."""

@@ -35,36 +35,19 @@ class PooledAggregator(Aggregator):
 class AttentionAggregator(Aggregator):
     """PARADE-Attn: ``w = softmax_i(C . cls_i)``, score ``head(sum_i w_i cls_i)``.
 
-    The paper leaves C's initialisation open. With a new head C starts near zero (random, std
-    0.02), so the windows are weighed nearly equally. Started from a trained cross-encoder, C
-    starts along the direction in which the head's score grows fastest (its gradient at the
-    origin), with norm ``ZERO_SHOT_NORM``: the windows the cross-encoder scores highest get most
-    of the weight, so before any training PARADE-Attn ranks like MaxP rather than like
-    PARADE-Avg, and training starts from there. Measured on the FOLDOC FarRelevant benchmark
-    (``benchmarks/effectiveness.py``): zero-shot, this start gave MaxP's RR to three decimals
-    where the random C gave PARADE-Avg's lower RR; from the random C, one epoch of document
-    training did not learn (RR near a random order), from this start it did.
+    C starts near zero, so an untrained PARADE-Attn weighs the windows nearly equally: started
+    from a trained cross-encoder it first ranks like PARADE-Avg, then learns where to look.
+    A start along the head's gradient at the origin (attend where the cross-encoder scores
+    highest) was measured and not kept: zero-shot it ranks like MaxP and on FOLDOC FarRelevant
+    it trained better, but on the demo's collection, whose hard negatives fool the warm start's
+    windows, it trained worse at every scale of C tried (far RR 0.47-0.54 against 0.84).
     """
 
     chunk_head = True
-    ZERO_SHOT_NORM = 10.0  # 3 and 30 gave the same zero-shot RR; 1 nearly the same
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__(hidden_size, head)
         self.query_vector = nn.Parameter(torch.empty(hidden_size).normal_(std=0.02))
-
-    def start_from_trained_head(self) -> None:
-        weight = next(self.head.parameters())
-        origin = torch.zeros(1, self.hidden_size, dtype=weight.dtype, device=weight.device, requires_grad=True)
-        training = self.head.training
-        self.head.eval()  # no dropout
-        with torch.enable_grad():
-            [gradient] = torch.autograd.grad(self.head(origin).sum(), origin)
-        self.head.train(training)
-        norm = gradient.norm()
-        if torch.isfinite(norm) and norm > 0:  # else keep the random start
-            with torch.no_grad():
-                self.query_vector.copy_(gradient[0] / norm * self.ZERO_SHOT_NORM)
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         logits = (features @ self.query_vector).masked_fill(~mask, float("-inf"))

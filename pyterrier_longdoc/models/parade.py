@@ -7,9 +7,7 @@ Models through Comprehensive Evaluation and Leaderboarding".
 
 Started from a trained cross-encoder, the encoder is the cross-encoder's (as in the papers,
 which start PARADE from a passage ranker); AvgP, PARADE-Avg/Max/Sum/Attn also keep its head as
-their scoring layer, so they rank zero-shot before any document-level training (PARADE-Attn's
-attention vector also starts from that head, so that zero-shot it weighs the windows the
-cross-encoder scores highest and ranks like MaxP: see ``AttentionAggregator``). The other
+their scoring layer, so they rank zero-shot before any document-level training. The other
 PARADE heads (CNN, Transformer) are new and need ``fit``.
 """
 from __future__ import annotations
