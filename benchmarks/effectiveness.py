@@ -146,8 +146,9 @@ def main(argv=None) -> int:
 
 
 def warm_up(backbone: str, triples: pd.DataFrame, directory: Path, sizes: dict, seed: int,
-            dtype: str) -> tuple[str, float]:
-    """The passage stage, in the benchmark's dtype; returns the CrossEncoder folder and the minutes it took."""
+            dtype: str) -> tuple[str, float, float]:
+    """The passage stage, in the benchmark's dtype; returns the CrossEncoder folder and the wall and
+    CPU minutes it took (when it was trained, for a reused one)."""
     from pyterrier_longdoc.training.passage import train_passage_ranker
 
     options = dict(steps=sizes["warmup_steps"], lr=sizes["warmup_lr"], batch_size=sizes["warmup_batch"],
@@ -157,12 +158,13 @@ def warm_up(backbone: str, triples: pd.DataFrame, directory: Path, sizes: dict, 
     record = Path(directory) / "passage-stage.json"
     if record.exists() and json.loads(record.read_text())["stamp"] == stamp:  # a resumed benchmark
         print(f"(passage stage of seed {seed} reused from {directory})")
-        return str(directory), json.loads(record.read_text())["minutes"]
-    started = time.time()
+        saved = json.loads(record.read_text())
+        return str(directory), saved["minutes"], saved.get("cpu_minutes", saved["minutes"])
+    started, cpu = time.time(), cpu_minutes()
     path = train_passage_ranker(backbone, triples, directory, **options)
-    minutes = (time.time() - started) / 60
-    record.write_text(json.dumps({"stamp": stamp, "minutes": minutes}))
-    return path, minutes
+    minutes, cpu = (time.time() - started) / 60, cpu_minutes() - cpu
+    record.write_text(json.dumps({"stamp": stamp, "minutes": minutes, "cpu_minutes": cpu}))
+    return path, minutes, cpu
 
 
 def cpu_minutes() -> float:
@@ -218,12 +220,11 @@ def run_recipe(backbone: str, warmup_triples: pd.DataFrame, train: dict, tests: 
     minutes: dict = {}
     for seed in seeds:
         if not shared or seed == seeds[0]:
-            cpu = cpu_minutes()
             passage_seed = 0 if shared else seed
-            warm_start, took = warm_up(backbone, warmup_triples, output / f"passage-seed{passage_seed}", sizes,
-                                       passage_seed, dtype)
+            warm_start, took, cpu = warm_up(backbone, warmup_triples, output / f"passage-seed{passage_seed}", sizes,
+                                            passage_seed, dtype)
             minutes.setdefault("passage stage", []).append(took)
-            minutes.setdefault("passage stage, CPU", []).append(cpu_minutes() - cpu)
+            minutes.setdefault("passage stage, CPU", []).append(cpu)
             print(f"seed {seed}: passage stage {took:.1f} min", flush=True)
         zero_shot = [("zero-shot FirstP", FirstP, False), ("zero-shot MaxP", MaxP, False)]
         if not keeps_head(warm_start):
