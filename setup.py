@@ -41,7 +41,7 @@ setup(
         # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
         # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5); ray,
         # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster
-        "dev": ["pytest", "pytest-xdist", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
+        "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
                 "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", *PYSERINI],
     },
     entry_points={

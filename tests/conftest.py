@@ -12,24 +12,6 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over small matmuls
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # one process per core (pytest.ini): notebook kernels too
-        os.environ["OMP_NUM_THREADS"] = "1"
-
-
-# The longest tests first, so that pytest-xdist's round-robin start gives each process its share of
-# them: the notebooks in falling run time, so that one process runs 5, 3 and 2 and the other 4, 1
-# and the lab; the first trains the shared warm start (for 5, 3 and 1) while the second runs 4.
-FIRST = ["test_tutorials.py::test_notebook_and_solutions_run[05_comparing_models]",
-         "test_tutorials.py::test_notebook_and_solutions_run[04_positional_bias]",
-         "test_tutorials.py::test_notebook_and_solutions_run[03_training]",
-         "test_tutorials.py::test_notebook_and_solutions_run[01_quickstart]",
-         "test_tutorials.py::test_notebook_and_solutions_run[02_chunking]",
-         "test_tutorials.py::test_real_data_lab_runs_on_stand_ins"]
-
-
-def pytest_collection_modifyitems(config, items):
-    position = {name: k for k, name in enumerate(FIRST)}
-    items.sort(key=lambda item: position.get(item.nodeid.split("/")[-1], len(FIRST)))  # stable: the rest keep their order
 
 WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
          "mountain forest city house door window book paper music song answer question alpha beta gamma").split()
