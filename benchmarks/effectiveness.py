@@ -137,8 +137,12 @@ def main(argv=None) -> int:
     (output / "results.json").write_text(json.dumps(results, indent=1))
     print(f"\nMachine: {results['machine']}; the whole benchmark took {minutes:.1f} min "
           f"({cpu_minutes():.1f} CPU minutes; load average at the end {os.getloadavg()[0]:.1f}).")
-    failed = [t for c in results["collections"].values() for t in c.get("targets", []) if t["passed"] is False]
-    return 1 if failed and not args.quick else 0
+    return exit_status([t for c in results["collections"].values() for t in c.get("targets", [])], args.quick)
+
+
+def exit_status(targets: list[dict], quick: bool) -> int:
+    """1 when a target of a full run failed ("info" rows, passed None, never fail)."""
+    return 1 if any(t["passed"] is False for t in targets) and not quick else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,9 +312,15 @@ def foldoc_benchmark(args, sizes, backbone, dtype, seeds, output: Path) -> dict:
     sizes = {**sizes, "models": sizes["foldoc_models"]}
     scores, minutes = run_recipe(backbone, warmup_triples, train, tests, sizes, dtype, seeds, output / "foldoc",
                                  args.shared_passage_stage, progress)
+    result = foldoc_result(scores, tests, minutes, description)
+    _print(result)
+    return result
+
+
+def foldoc_result(scores: dict, tests: dict, minutes: dict, description: str) -> dict:
+    """The FOLDOC table (see ``summarise``) with the recipe's targets checked."""
     result = summarise(scores, tests, minutes, description)
     result["targets"] = check_targets(result["table"])
-    _print(result)
     return result
 
 
@@ -334,14 +344,13 @@ def merge_runs(args, sizes, backbone, output: Path) -> int:
     if len(set(seeds)) != len(seeds):
         raise SystemExit(f"--merge: a seed appears twice ({sorted(seeds)})")
     _, tests, _, description = foldoc_data(args, sizes, backbone, output)
-    result = summarise(scores, tests, minutes, description)
-    result["targets"] = check_targets(result["table"])
+    result = foldoc_result(scores, tests, minutes, description)
     results = {"machine": parts[0]["machine"], "dtype": parts[0]["dtype"], "seeds": sorted(seeds),
                "sizes": parts[0]["sizes"], "shared_passage_stage": parts[0].get("shared_passage_stage"),
                "collections": {"foldoc": result}, "minutes": [p["minutes"] for p in parts]}
     (output / "results.json").write_text(json.dumps(results, indent=1))
     _print(result)
-    return 1 if any(t["passed"] is False for t in result["targets"]) and not args.quick else 0
+    return exit_status(result["targets"], args.quick)
 
 
 def foldoc_data(args, sizes, backbone, output: Path) -> tuple[dict, dict, pd.DataFrame, str]:
