@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny random BERT written to a local directory, offline."""
 import os
 import string
+import sys
 
 import pytest
 
@@ -12,6 +13,23 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over small matmuls
+
+
+def pytest_collection_finish(session):
+    """The tutorials' notebooks start executing now, in the background (two kernels, one thread
+    each), so they run while the library's tests do; their tests collect the results."""
+    names = {item.callspec.params["name"] for item in session.items
+             if getattr(item, "originalname", "") == "test_notebook_and_solutions_run"}
+    if names and not session.config.option.collectonly:
+        import notebook_runner
+
+        notebook_runner.start(names)
+
+
+def pytest_sessionfinish(session):
+    if "notebook_runner" in sys.modules:  # a session cut short leaves no kernel behind
+        sys.modules["notebook_runner"].stop()
+
 
 WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
          "mountain forest city house door window book paper music song answer question alpha beta gamma").split()

@@ -107,3 +107,26 @@ def test_readme_shows_the_committed_run_of_the_benchmark():
     foldoc = results["collections"]["foldoc"]
     assert foldoc["targets"] == effectiveness.check_targets(foldoc["table"])
     assert effectiveness.targets_markdown(foldoc) in readme
+
+
+def test_readme_prose_cites_only_numbers_of_the_committed_run():
+    """Every RR the README's reading of the tables cites is a number of its collection's table, and
+    the recipe's CPU minutes it states are the committed run's."""
+    import re
+
+    results = json.loads((ROOT / "benchmarks" / "results" / "effectiveness.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    section = re.split(r"\n#{2,3} ", readme.split("### The CPU recipe, measured", 1)[1], maxsplit=1)[0]
+    foldoc_prose, synthetic_prose = section.split("<!-- effectiveness-results: synthetic -->")
+    for prose, name in ((foldoc_prose.split("What this says.", 1)[1], "foldoc"), (synthetic_prose, "synthetic")):
+        table = results["collections"][name]["table"]
+        printed = {f"{cell[key]:.3f}" for by_split in table.values() for cell in by_split.values()
+                   for key in ("mean", "ci95", "seed_min", "seed_max")}
+        cited = set(re.findall(r"\b\d\.\d{3}\b", prose))
+        assert cited and cited <= printed, (name, sorted(cited - printed))
+    minutes = results["collections"]["foldoc"]["minutes"]
+    cpu = {stage: max(values) for stage, values in minutes.items() if stage.endswith(", CPU")}
+    recipe = re.search(r"The recipe itself, on one core: (.*?)\)", section).group(1)
+    stated = [float(x) for x in re.findall(r"\d+\.\d", recipe)]
+    passage, fits = cpu["passage stage, CPU"], [cpu[f"fit {m}, CPU"] for m in ("FirstP", "MaxP", "ParadeAttn")]
+    assert stated == pytest.approx([passage, *fits, passage + max(fits)], abs=0.051), stated

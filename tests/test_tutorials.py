@@ -1,5 +1,6 @@
 """The tutorials: notebooks 1-5 run top to bottom (then their exercises' solutions, in the same
-kernel), each exactly once; their saved outputs come from such a run; notebooks 1, 3 and 5 share one
+kernel), each exactly once, two at a time in the background while the library's tests run
+(``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3 and 5 share one
 passage-trained warm start, trained once per machine and cached; notebook 6 (the real-data lab, for a
 GPU with the internet) runs top to bottom on offline stand-ins (tests/lab_standin.py), and its saved
 outputs are those of such a run, labelled as such.
@@ -9,29 +10,23 @@ in fp32 and bf16), so a drift between text and output fails here. Set
 PYTERRIER_LONGDOC_TUTORIALS_DTYPE=bf16 to run them in bf16."""
 import ast
 import importlib
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
-ROOT = Path(__file__).resolve().parents[1]
-TUTORIALS = ROOT / "tutorials"
-EXECUTED = ["01_quickstart", "02_chunking", "03_training", "04_positional_bias", "05_comparing_models"]
+import notebook_runner
+from notebook_runner import ROOT, TUTORIALS, solution_cells
+
+EXECUTED = sorted(notebook_runner.EXECUTED)
+WARM_STARTED = sorted(notebook_runner.WARM_STARTED)
 LAB = "06_real_collections"
 ALL = EXECUTED + [LAB]
 
 
 def read(name):
     return nbformat.read(TUTORIALS / f"{name}.ipynb", as_version=4)
-
-
-def solution_cells(name) -> list[str]:
-    """The solution file's cells: code between ``# %%`` lines."""
-    text = (TUTORIALS / "solutions" / f"{name}_solutions.py").read_text()
-    return [cell.strip() for cell in re.split(r"^# %%.*$", text, flags=re.M)[1:] if cell.strip()]
 
 
 def code_cells(notebook):
@@ -41,28 +36,6 @@ def code_cells(notebook):
 def ran_to_the_end(cells) -> bool:
     """The notebook's last cell printed its run time: every cell before it ran."""
     return "This notebook ran in" in cells[-1].outputs[0]["text"]
-
-
-def run_with_solutions(name, timeout: int):
-    """Executes notebook ``name`` with its solutions appended, in the tutorials folder (as a user
-    runs it: it imports the helper modules from there); returns the notebook's own code cells.
-
-    With PYTERRIER_LONGDOC_SAVE_TUTORIALS=1 the notebook is saved with this run's outputs (its
-    own cells only): how the saved outputs are refreshed after a change."""
-    from nbclient import NotebookClient
-
-    notebook = read(name)
-    own = list(notebook.cells)
-    notebook.cells += [nbformat.v4.new_code_cell(source) for source in solution_cells(name)]
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(TUTORIALS)}}).execute()
-    notebook.cells = own
-    if os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1":
-        nbformat.write(notebook, TUTORIALS / f"{name}.ipynb")
-    return code_cells(notebook)
-
-
-WARM_STARTED = ["01_quickstart", "03_training", "05_comparing_models"]
 
 
 def tutorial_module(name):
@@ -75,23 +48,13 @@ def tutorial_module(name):
     return importlib.import_module(name)
 
 
-@pytest.fixture(scope="session")
-def warm_start():
-    """The passage-trained warm start, trained once per machine (then cached on disk) before any
-    notebook asks for it: notebooks 1, 3 and 5 load this same folder."""
-    return tutorial_module("_warm_start").warm_start()
-
-
 @pytest.mark.parametrize("name", EXECUTED)
-def test_notebook_and_solutions_run(name, request):
+def test_notebook_and_solutions_run(name):
     """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell): the
     notebooks assert the numbers their text interprets, so text and outputs cannot drift apart.
-    Each notebook runs once, with its solutions appended, in the tutorials folder (as a user runs
-    it: it imports the helper modules from there)."""
-    if name in WARM_STARTED:
-        request.getfixturevalue("warm_start")
-    cells = run_with_solutions(name, timeout=1800)
-    assert ran_to_the_end(cells)
+    Each notebook runs once, with its solutions appended; the notebooks run in the background, two
+    at a time, from the start of the session (``notebook_runner``; see conftest.py)."""
+    assert ran_to_the_end(code_cells(notebook_runner.result(name)))
 
 
 @pytest.mark.parametrize("name", WARM_STARTED)
@@ -222,7 +185,7 @@ def lab_standins(tmp_path, monkeypatch):
 def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
     """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
     DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
-    cells = run_with_solutions(LAB, timeout=600)
+    cells = code_cells(notebook_runner.run_with_solutions(LAB, timeout=600))
     assert ran_to_the_end(cells)
     assert "STAND-INS" in output_text(cells[0])
     assert_lab_tables(cells)
@@ -246,3 +209,14 @@ def test_real_data_lab_saved_outputs_are_the_labelled_stand_in_run():
     assert_one_full_run(cells)
     assert "STAND-INS (CI)" in output_text(cells[0]) and "CI's stand-in run" in notebook.cells[0].source
     assert_lab_tables(cells)
+
+
+def test_readme_states_the_saved_notebooks_run_times():
+    """The run times README.md gives for the notebooks inside the measured test run are the
+    saved notebooks' own closing lines."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    stated = dict(re.findall(r"(?:notebook )?(\d) (?:ran )?in (\d+) s", readme.split("Measured here", 1)[1][:400]))
+    assert set(stated) == {"1", "2", "3", "4", "5"}, stated
+    for name in EXECUTED:
+        last = output_text(code_cells(read(name))[-1])
+        assert f"ran in {stated[name[1]]} s." in last, (name, last)

@@ -1,7 +1,7 @@
 # Solutions to the exercises of notebook 4 (04_positional_bias.ipynb).
 #
 # Run these cells at the end of the notebook: they use its variables (collection, candidates,
-# similarity, models, runs, experiment, passages, passage_qrels, minilm). Nothing is trained; each
+# similarity, models, runs, experiment, passages, passage_qrels, far_topics, minilm). Nothing is trained; each
 # cell takes up to a minute.
 
 # %% Exercise 1: other aggregations of the window scores
@@ -16,7 +16,7 @@ print(experiment(collection.far()).to_string(index=False))
 # non-answering windows score alike in all of them and the aggregations that average them lose.
 
 # %% Exercise 2: the far variant with first_tokens=256
-far_256 = build_far_relevant(passages, collection.topics[["qid", "query"]], passage_qrels, tokenizer=minilm,
+far_256 = build_far_relevant(passages, far_topics, passage_qrels, tokenizer=minilm,
                              variant="far", first_tokens=256, max_doc_tokens=1024, negatives=3, seed=0)
 short_first = LongDoc(similarity, aggregation="first", window=200, stride=200)
 rankers = {**models, "FirstP, 200 words": short_first}
