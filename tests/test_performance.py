@@ -11,7 +11,7 @@ from pyterrier_longdoc._model import ScoringObserver
 
 # the models whose chunk features are the last layer's [CLS] vectors
 READ_CLS_ONLY = ("firstp", "maxp", "sump", "kmax_avgp", "avgp", "parade_avg", "parade_max", "parade_sum",
-                 "parade_attn", "parade_cnn")
+                 "parade_attn", "parade_cnn", "parade_transformer", "parade_transformer_pretr")
 SETTINGS = {"window": 12, "stride": 6, "max_doc_tokens": 60}
 
 
@@ -32,10 +32,12 @@ def both_paths(reranker, queries, texts):
 
 
 @pytest.mark.parametrize("name", READ_CLS_ONLY)
-def test_last_layer_at_cls_only_gives_the_full_paths_scores(tiny_bert, name):
+def test_last_layer_at_cls_only_gives_the_full_paths_scores(tiny_bert, name, tmp_path):
+    from zoo_backbones import tiny_backbone_for
+
     torch.manual_seed(0)
-    settings = {} if name in ("firstp", "avgp") else SETTINGS
-    reranker = pl.model_class(name)(tiny_bert, batch_size=4, **settings)
+    backbone, settings = tiny_backbone_for(name, tmp_path) or (tiny_bert, {} if name in ("firstp", "avgp") else SETTINGS)
+    reranker = pl.model_class(name)(backbone, batch_size=4, **settings)
     assert reranker.model.cls_only_last_layer
     fast, full = both_paths(reranker, *documents())
     assert np.abs(fast - full).max() <= 1e-5
@@ -61,11 +63,12 @@ def test_the_cls_only_layer_leaves_the_encoder_as_it_was(tiny_bert):
     assert set(reranker.model.state_dict()) == keys
 
 
-@pytest.mark.parametrize("name", ["parade_transformer", "cedr_knrm", "neural_model1"])
-def test_models_that_read_more_than_cls_keep_the_full_path(tiny_bert, name):
-    from zoo_backbones import ZOO_SETTINGS
+@pytest.mark.parametrize("name", ["parade_transformer_q", "cedr_knrm", "neural_model1"])
+def test_models_that_read_more_than_cls_keep_the_full_path(tmp_path, name):
+    from zoo_backbones import tiny_backbone_for
 
-    reranker = pl.model_class(name)(tiny_bert, **ZOO_SETTINGS[name])
+    backbone, settings = tiny_backbone_for(name, tmp_path)
+    reranker = pl.model_class(name)(backbone, **settings)
     assert not reranker.model.cls_only_last_layer
 
 

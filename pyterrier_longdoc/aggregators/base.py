@@ -60,8 +60,14 @@ class Aggregator(nn.Module):
         """Whether the features are the last layer's [CLS] vectors and nothing else (the default
         ``chunk_features`` with a [CLS]-pooling head): the engine may then compute the last layer
         at [CLS] only."""
-        return (type(self).chunk_features is Aggregator.chunk_features and not self.output_hidden_states
-                and type(self).encoder_inputs is Aggregator.encoder_inputs
+        return (self.features_are_cls and not self.output_hidden_states
+                and type(self).encoder_inputs is Aggregator.encoder_inputs)
+
+    @property
+    def features_are_cls(self) -> bool:
+        """Whether ``chunk_features`` returns the last layer's [CLS] vectors: the default's, with a
+        [CLS]-pooling head (an aggregator with its own ``chunk_features`` says so itself)."""
+        return (type(self).chunk_features is Aggregator.chunk_features
                 and getattr(getattr(self, "head", None), "pooling", "cls") == "cls")
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -135,6 +135,10 @@ class TransformerAggregator(Aggregator):
         if self.init == "random" and start is not None:
             self.cls_vector.data.copy_(start)
 
+    @property
+    def features_are_cls(self) -> bool:
+        return not self.query_tokens  # the -Q variant also reads the query tokens' last-layer vectors
+
     def chunk_features(self, output, batch):
         cls = output.last_hidden_state[:, 0]
         if not self.query_tokens:
