@@ -189,8 +189,8 @@ def document_stage(cls, warm_start: str, train: dict, sizes: dict, dtype: str, s
       epochs on the near half). The papers train it on MS MARCO, where answers sit early.
     - PARADE-Attn fits its encoder at 3e-5 (the demo's rate), for three epochs (75 steps): at
       1e-4 it ended near a random order (0.43 near); at 3e-5 it reached 0.78 near, 0.74 far after
-      one epoch, 0.85/0.82 after two, 0.93/0.84 after three (fit 9.6 CPU minutes, within the
-      budget with the passage stage's 3.8)."""
+      one epoch, 0.85/0.82 after two, 0.93/0.84 after three (seed 0; its fit takes about 9 CPU
+      minutes, within the budget with the passage stage's 3.8)."""
     import torch
 
     torch.manual_seed(seed)  # a fresh head is drawn at construction

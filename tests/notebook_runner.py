@@ -63,23 +63,18 @@ def run_with_solutions(name, timeout: int):
 
 
 def start(names) -> None:
-    """Starts executing ``names`` (notebooks of EXECUTED) in the background; a second call adds
-    nothing."""
+    """Starts executing ``names`` (notebooks of EXECUTED) in the background, longest first; a
+    notebook already started is not started again."""
     global _pool
-    if _pool is not None:
-        return
-    _pool = ThreadPoolExecutor(KERNELS, thread_name_prefix="notebook")
-    for name in sorted(set(names), key=EXECUTED.index):
+    if _pool is None:
+        _pool = ThreadPoolExecutor(KERNELS, thread_name_prefix="notebook")
+    for name in sorted(set(names) - set(_runs), key=EXECUTED.index):
         _runs[name] = _pool.submit(_execute_in_a_process, name)
 
 
 def result(name):
-    """The executed notebook ``name`` (started now if ``start`` was not called for it)."""
-    if name not in _runs:
-        if _pool is None:
-            start([name])
-        else:
-            _runs[name] = _pool.submit(_execute_in_a_process, name)
+    """The executed notebook ``name`` (started now if it was not)."""
+    start([name])
     return _runs[name].result()
 
 
