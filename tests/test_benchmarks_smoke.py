@@ -86,3 +86,22 @@ def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, mes
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stdout == ""
     assert message in result.stderr
+
+
+def test_readme_performance_table_is_the_committed_run():
+    """README's table of benchmarks/run.py is the last committed run's output, and every measured
+    value its list of missed targets cites is printed by one of the day's committed runs."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = sorted((root / "benchmarks" / "results").glob("run-*.txt"))
+    readme = (root / "README.md").read_text()
+    table = readme.split("```\nbenchmarks/run.py: ", 1)[1].split("```", 1)[0]
+    assert "benchmarks/run.py: " + table.strip() in runs[-1].read_text()
+    missed = readme.split("Targets missed, with what was measured", 1)[1].split("## Contributing", 1)[0]
+    printed = " ".join(run.read_text() for run in runs)
+    for uncommitted in ("1.07-1.37x on earlier days", "fuses them, 1.17x"):  # earlier days' runs, torch.compile's
+        missed = missed.replace(uncommitted, "")
+    cited = re.findall(r"\b\d+\.\d+x?\b", missed)
+    assert len(cited) > 20 and all(value in printed for value in cited), [v for v in cited if v not in printed]
