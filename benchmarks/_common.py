@@ -110,20 +110,20 @@ def silence_loading():
         pass
 
 
-def bert_flops(lengths, config, cls_only: bool = False) -> float:
+def bert_flops(lengths, config, positions: int | None = None) -> float:
     """Forward FLOPs of a BERT encoder over sequences of the given lengths.
 
     Per layer and sequence of length L: 2*L*(4*H^2 + 2*H*I) (Q, K, V, output projections and the
     two FFN matrices) + 4*L^2*H (Q.K^T and attention x V). Embeddings, LayerNorm, softmax and the
-    pooler are left out. ``cls_only``: the last layer computes keys and values at every position
-    (2*L*2*H^2) and the rest at [CLS] only (2*(2*H^2 + 2*H*I) + 4*L*H).
+    pooler are left out. ``positions`` (P): the last layer computes keys and values at every
+    position (2*L*2*H^2) and the rest at the first P only (2*P*(2*H^2 + 2*H*I) + 4*P*L*H).
     """
     h, i, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     lengths = np.asarray(lengths, dtype=np.float64)
     full = 2 * lengths * (4 * h * h + 2 * h * i) + 4 * lengths ** 2 * h
-    if not cls_only:
+    if positions is None:
         return float(n * full.sum())
-    last = 2 * lengths * 2 * h * h + 2 * (2 * h * h + 2 * h * i) + 4 * lengths * h
+    last = 2 * lengths * 2 * h * h + 2 * positions * (2 * h * h + 2 * h * i) + 4 * positions * lengths * h
     return float(((n - 1) * full + last).sum())
 
 
@@ -198,25 +198,38 @@ def median(values) -> float:
 
 
 def matmul_gflops(shapes=((1024, 1024, 1024),), reps: int = 5) -> dict[tuple, float]:
-    """fp32 torch.matmul GFLOP/s for each (m, k, n) on ``DEVICE``, the median of ``reps`` runs
-    after a warm-up."""
+    """fp32 matmul GFLOP/s for each (m, k, n) on ``DEVICE``: the faster of torch.matmul and, on the
+    CPU, oneDNN's linear kernel (the engine's), each the median of ``reps`` runs after a warm-up."""
     import torch
 
     out = {}
     gen = torch.Generator().manual_seed(0)
     for m, k, n in shapes:
         a = torch.randn(m, k, generator=gen).to(DEVICE)
-        b = torch.randn(k, n, generator=gen).to(DEVICE)
-        torch.matmul(a, b)
-        runs = []
-        for _ in range(reps):
-            synchronize()
-            start = time.perf_counter()
-            torch.matmul(a, b)
-            synchronize()
-            runs.append(time.perf_counter() - start)
-        out[(m, k, n)] = 2 * m * k * n / median(runs) / 1e9
+        b = torch.randn(n, k, generator=gen).to(DEVICE)
+        kernels = [lambda a=a, b=b: torch.matmul(a, b.t())]
+        if DEVICE == "cpu" and hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+            kernels.append(lambda a=a, b=b: torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], ""))
+        best = 0.0
+        for kernel in kernels:
+            kernel()
+            runs = []
+            for _ in range(reps):
+                synchronize()
+                start = time.perf_counter()
+                kernel()
+                synchronize()
+                runs.append(time.perf_counter() - start)
+            best = max(best, 2 * m * k * n / median(runs) / 1e9)
+        out[(m, k, n)] = best
     return out
+
+
+def onednn_linears_run(reranker) -> bool:
+    """Whether the engine's linear layers run on oneDNN for this model (fp32 on the CPU)."""
+    from pyterrier_longdoc._fast_paths import supports_onednn_linears
+
+    return reranker.model.onednn_linears and supports_onednn_linears(reranker.model.encoder)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +266,7 @@ class Stats:
     def copy(self) -> "Stats":
         return Stats(**{f.name: getattr(self, f.name) for f in fields(self)})
 
-    def count(self, attention_mask, config, cls_only: bool = False) -> None:
+    def count(self, attention_mask, config, positions: int | None = None) -> None:
         """Counters of one encoder call on a ``[batch, width]`` attention mask."""
         b, width = attention_mask.shape
         lengths = attention_mask.sum(1).cpu().numpy()
@@ -261,8 +274,8 @@ class Stats:
         self.sequences += b
         self.padded_tokens += b * width
         self.real_tokens += int(lengths.sum())
-        self.flops += bert_flops(np.full(b, width), config, cls_only)
-        self.useful_flops += bert_flops(lengths, config, cls_only)
+        self.flops += bert_flops(np.full(b, width), config, positions)
+        self.useful_flops += bert_flops(lengths, config, positions)
 
 
 _ACTIVE: list[Stats] = []   # the Stats of the call being measured
@@ -287,9 +300,8 @@ def _observer_class():
         def stage(self, name, seconds, batch=None):
             _record(_STAGE_FIELDS[name], seconds)
             if name == "encode" and _ACTIVE:
-                encoder = self.model.encoder
-                _ACTIVE[-1].count(batch.attention_mask, encoder.config,
-                                  self.model.cls_only_last_layer and not encoder.training)
+                _ACTIVE[-1].count(batch.attention_mask, self.model.encoder.config,
+                                  self.model.last_layer_positions(batch))
 
     return StatsObserver
 

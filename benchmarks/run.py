@@ -15,10 +15,11 @@ Rows:
   2  padding tokens / all tokens the encoder computed <= 5% (+ CrossEncoder's and pad-to-longest)
   3  MaxP time / FirstP time <= 1.1 x (tokens MaxP encodes / tokens FirstP encodes)
   4  each other model over MaxP's windows (PARADE Avg/Max/Sum/Attn, SumP, AvgP, ...) / MaxP time <= 1.05
-  5  encoder GFLOP/s / torch.matmul GFLOP/s probed in the same rounds >= 0.4
+  5  encoder GFLOP/s / fp32 matmul GFLOP/s (the faster of torch.matmul and oneDNN's linear) probed in
+     the same rounds >= 0.4
   6  tokenization share of end-to-end time <= 15%
   7  1k -> 2k -> 4k documents: time ratio ~2 per doubling; peak RSS growth (4k - 1k) within one
-     batch's worth (one subprocess per size)
+     batch's worth (one subprocess per size); 7f: the same with oneDNN's default kernel caches
   8  bf16 autocast and int8 dynamic quantization (encoder nn.Linear) speed-ups vs fp32, Kendall
      tau of each query's ranking vs fp32 >= 0.99
   9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
@@ -101,10 +102,14 @@ def main(argv=None) -> int:
     maxp = MaxP(path, batch_size=bs, **fp32)
     firstp = FirstP(path, batch_size=bs, **fp32)
     firstp.model.load_state_dict(maxp.model.state_dict())  # the same encoder and head
-    full_path = MaxP(path, batch_size=bs, **fp32)  # row 1c: the engine without its [CLS]-only last layer
-    full_path.model.load_state_dict(maxp.model.state_dict())
-    full_path.model.cls_only_last_layer = False
-    for model in (maxp, firstp, full_path):
+    # rows 1c and 1d: the engine without one of its fast paths
+    mkl = MaxP(path, batch_size=bs, **fp32)
+    mkl.model.onednn_linears = False
+    full_path = MaxP(path, batch_size=bs, **fp32)
+    full_path.model.partial_last_layer = False
+    for model in (mkl, full_path):
+        model.model.load_state_dict(maxp.model.state_dict())
+    for model in (maxp, firstp, mkl, full_path):
         C.instrument(model)
     words = C.single_token_words(maxp.model.tokenizer)
     if args.quick:
@@ -136,8 +141,9 @@ def main(argv=None) -> int:
         "firstp": rec.side("firstp", lambda: C.score_fresh(firstp, frame_a)),
         "probe": lambda: probes.append(C.matmul_gflops(probe_shapes)),
     }
-    sides["full_path"] = rec.side("full_path", lambda: C.score_fresh(full_path, frame_a))
-    C.score_fresh(full_path, frame_a[:1])
+    for name, model in (("mkl", mkl), ("full_path", full_path)):
+        sides[name] = rec.side(name, lambda model=model: C.score_fresh(model, frame_a))
+        C.score_fresh(model, frame_a[:1])
     # row 9: the CrossEncoder's faster runtimes, on the same pairs and windows' max
     import peers as P
 
@@ -156,15 +162,18 @@ def main(argv=None) -> int:
     ours, cross, first = (rec.median_stats(n) for n in ("ours", "crossencoder", "firstp"))
     speedup = C.paired_ratio(rec, "crossencoder", "ours")
     diff = float(np.abs(rec.results["ours"] - rec.results["crossencoder"]).max())
-    at_cls = "last layer at [CLS] only" if maxp.model.cls_only_last_layer else "full last layer: not a BERT layout"
+    paths = ["last layer at [CLS] only" if maxp.model.partial_last_layer else "full last layer: not a BERT layout",
+             "oneDNN linears" if C.onednn_linears_run(maxp) else "no oneDNN linears"]
     results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs "
-                          f"({at_cls})", f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
+                          f"({', '.join(paths)})", f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
     results.append(["1b", f"max abs score diff vs CrossEncoder (fp32; identical input ids: {same_ids})",
                     f"{diff:.1e}", "<= 1e-5", diff <= 1e-5])
-    full_speedup = C.paired_ratio(rec, "crossencoder", "full_path")
-    full_diff = float(np.abs(rec.results["full_path"] - rec.results["crossencoder"]).max())
-    results.append(["1c", f"  diagnosis: same, engine's full last layer (cls_only_last_layer=False; abs score diff "
-                           f"{full_diff:.0e})", f"{full_speedup:.2f}x", "-", "-"])
+    for key, name, what in (("1c", "mkl", "torch's fp32 GEMM (MKL) for linear layers, onednn_linears=False"),
+                            ("1d", "full_path", "the full last layer, partial_last_layer=False")):
+        ratio = C.paired_ratio(rec, "crossencoder", name)
+        name_diff = float(np.abs(rec.results[name] - rec.results["crossencoder"]).max())
+        results.append([key, f"  diagnosis: same, with {what} (abs score diff {name_diff:.0e})", f"{ratio:.2f}x",
+                        "-", "-"])
     results += (peer_rows(rec, peer_runs, peer_errors) if device == "cpu"
                 else [skipped("9", "the CrossEncoder on ONNX Runtime and OpenVINO", "CPU runtimes")])
     longest = C.batch_padding(maxp, frame_a, bs)["longest"]
@@ -188,17 +197,18 @@ def main(argv=None) -> int:
     results.append(["6", "tokenization share of end-to-end MaxP time", C.pct(share), "<= 15%", share <= 0.15])
     details.append(breakdown_table({"MaxP (ours)": ours, "CrossEncoder": cross, "FirstP (ours)": first}, rec))
     details.append(
-        "Probe: fp32 torch.matmul, median over rounds of the best of "
+        "Probe: fp32 matmul (the faster of torch.matmul and oneDNN's linear), median over rounds of the best of "
         + ", ".join(f"{m}x{k} @ {k}x{n}: {C.median(p[(m, k, n)] for p in probes):.1f} GFLOP/s"
                     for m, k, n in probe_shapes)
         + f". {FLOP_FORMULA}; useful (non-padding) share of encoder FLOPs: {ours.useful_flops / ours.flops:.1%}."
         + " The CrossEncoder gets its (query, window text) pairs ready-made: splitting documents into windows is"
         + " not in its time, our time includes tokenizing the whole documents. Per-round ratios [1a: CrossEncoder/ours"
         + f" {spread(rec, 'crossencoder', 'ours')}; 3: MaxP/FirstP {spread(rec, 'ours', 'firstp')}"
-        + f"; 1c: CrossEncoder/full path {spread(rec, 'crossencoder', 'full_path')}"
+        + f"; 1c: CrossEncoder/MKL {spread(rec, 'crossencoder', 'mkl')}"
+        + f"; 1d: CrossEncoder/full last layer {spread(rec, 'crossencoder', 'full_path')}"
         + "]. 1a: the engine's last BERT layer computes keys/values for every token but query, attention output and"
-        + " FFN for [CLS] only (the only position MaxP/SumP/PARADE read); 1c: the same engine with the full last"
-        + " layer.")
+        + " FFN for [CLS] only (the only position MaxP/SumP/PARADE read), and its linear layers run on oneDNN's fp32"
+        + " kernels; 1c: the same engine on torch's default GEMM (the CrossEncoder's); 1d: with the full last layer.")
     gc.collect()
 
     # --- row 4: every other model over MaxP's windows --------------------------------------------
@@ -224,6 +234,10 @@ def main(argv=None) -> int:
     growth = run_growth(sizes, tiny, growth_batch, growth_docs, threads, in_process=args.quick) \
         if device == "cpu" else None
     results += growth_rows(timing, growth, sizes, growth_docs, growth_batch, args.quick, details)
+    if growth is not None and not args.quick:  # 7f: why the package caps oneDNN's kernel caches
+        default_caches = run_growth([sizes[0], sizes[-1]], tiny, growth_batch, growth_docs, threads,
+                                    env={name: "1024" for name in ONEDNN_CACHES}, repeats=1)
+        results.append(default_caches_row(default_caches, sizes))
     if growth is None:
         results.append(skipped("7c-e", "peak RSS growth and the token cache", "the process's CPU memory"))
 
@@ -534,23 +548,46 @@ def growth_timing(model_dir, sizes, doc_tokens, batch_size, rounds):
     return rec
 
 
-def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False) -> dict:
-    """Row 7: one subprocess per size, one after the other; returns {size: result dict}.
-    ``in_process`` (--quick only) runs them here instead, to save the start-up of interpreters:
-    a smoke test of the code path, not a memory measurement."""
+def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False, env=None, repeats=3) -> dict:
+    """Row 7: ``repeats`` subprocesses per size, one after the other; returns {size: the result dict
+    of the run with the median peak growth, with every run's growth under "growth_runs"}: a peak
+    of resident memory moves by a few MB from one process to the next. ``in_process`` (--quick only)
+    runs once per size here instead, to save the start-up of interpreters: a smoke test of the code
+    path, not a memory measurement. ``env``: more environment variables."""
     out = {}
     for n in sizes:
         if in_process:
             out[n] = growth_measure(n, model, batch_size, doc_tokens)
+            out[n]["growth_runs"] = [out[n]["growth_mb"]]
             continue
         command = [sys.executable, str(Path(__file__).resolve()), "--growth-child", str(n), "--model", model,
                    "--batch-size", str(batch_size), "--threads", str(threads),
                    "--min-tokens", str(doc_tokens[0]), "--max-tokens", str(doc_tokens[1])]
-        child = subprocess.run(command, capture_output=True, text=True)
-        lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
-        out[n] = (json.loads(lines[-1]) if child.returncode == 0 and lines
-                  else {"error": (child.stderr or child.stdout)[-300:]})
+        runs = []
+        for _ in range(repeats):
+            child = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})})
+            lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
+            if child.returncode != 0 or not lines:
+                runs = [{"error": (child.stderr or child.stdout)[-300:]}]
+                break
+            runs.append(json.loads(lines[-1]))
+        runs.sort(key=lambda r: r.get("growth_mb", 0))
+        out[n] = {**runs[len(runs) // 2], "growth_runs": [r.get("growth_mb") for r in runs]}
     return out
+
+
+ONEDNN_CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+
+
+def default_caches_row(out, sizes) -> list:
+    """7f: 7c's growth with oneDNN's and ideep's default kernel caches (1,024 each, not the 16 the
+    package sets)."""
+    first, last = out[sizes[0]], out[sizes[-1]]
+    if "error" in first or "error" in last:
+        return ["7f", f"  diagnosis: 7c with oneDNN's default kernel caches (failed: {first.get('error', '')}"
+                      f"{last.get('error', '')})", "error", "-", "-"]
+    return ["7f", f"  diagnosis: 7c with oneDNN's default kernel caches ({', '.join(ONEDNN_CACHES)} = 1024, "
+                  f"not 16)", f"{last['growth_mb'] - first['growth_mb']:.0f} MB", "-", "-"]
 
 
 def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details) -> list:
@@ -587,16 +624,16 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
                      later <= last["cache_mb"] - out[sizes[-2]]["cache_mb"] + 0.1 * one_batch])
     detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
                f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
-               f"{r['growth_mb']:.0f}", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
+               f"{r['growth_mb']:.0f} ({', '.join(f'{g:.0f}' for g in r['growth_runs'])})", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
                C.pct(r["batches"]), C.pct(r["encode"]), C.pct(r["other"])] for label, r in out.items()]
     details.append(C.table(
         ["run", "docs", "seqs", "s", "seq/s", "RSS before (MB)", "one batch (MB)",
-         "peak growth (MB)", "token cache (MB)", "tokenize", "plan", "build batches", "encoder", "other"], detail,
+         "peak growth (MB): median (runs)", "token cache (MB)", "tokenize", "plan", "build batches", "encoder", "other"], detail,
         title=f"Row 7, {'in this process (--quick)' if in_process else 'one process per run'}: MaxP on a tiny "
               f"random BERT (2 layers, width 32, MiniLM's tokenizer; MiniLM would need ~30 min for 7k documents "
               f"on this machine), documents of {doc_tokens[0]}-{doc_tokens[1]} tokens, batch size {batch_size}.\n"
               f"Rows 7a/7b: the sizes timed interleaved in the main process (medians of per-round ratios); the "
-              f"table below: memory, {'in this process' if in_process else 'one process per run'} (its times are "
+              f"table below: memory, {'in this process' if in_process else 'three processes per size, the one with the median peak growth shown'} (its times are "
               f"single runs, context only).\n"
               f"Peak growth = peak RSS while scoring (5 ms sampler + ru_maxrss) minus RSS after loading, generating "
               f"the texts and a warm-up. One batch = peak RSS growth of the warm-up call (one "

@@ -18,7 +18,7 @@ from torch import nn
 
 from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
-from ._cls_only import last_layer_at_cls, supports_cls_only
+from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._config import WEIGHTS_NAME, ModelConfig
 from .aggregators.base import Aggregator
 
@@ -47,13 +47,16 @@ class LongDocModel(nn.Module):
     """A backbone encoder, the chunking it reads documents with, and an aggregator head.
 
     Engine options (attributes, not saved): ``batching``, the batch policy (``"length_sorted"``,
-    the default, or ``"input_order"``, a baseline); ``cls_only_last_layer``, compute the last
-    encoder layer at [CLS] only at inference when the aggregator reads nothing else (on by
-    default where supported, see ``_cls_only``); ``observer``, a :class:`ScoringObserver`.
+    the default, or ``"input_order"``, a baseline); ``partial_last_layer``, compute the last
+    encoder layer at inference only at the leading positions the aggregator reads ([CLS]; for
+    PARADE-Transformer-Q also the query tokens), on by default where supported;
+    ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
+    (on by default, for the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
     """
 
     observer: ScoringObserver | None = None
     batching: str = "length_sorted"
+    onednn_linears: bool = True
 
     def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
         super().__init__()
@@ -68,7 +71,7 @@ class LongDocModel(nn.Module):
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.cls_only_last_layer = aggregator.reads_cls_only and supports_cls_only(encoder)
+        self.partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
 
     @property
     def device(self) -> torch.device:
@@ -81,9 +84,10 @@ class LongDocModel(nn.Module):
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
         """Per-chunk features of one batch (the aggregator decides what it keeps)."""
-        # training keeps the full path: the same computation, but dropout draws stay as they were
-        at_cls = self.cls_only_last_layer and not self.encoder.training
-        with last_layer_at_cls(self.encoder, batch.attention_mask) if at_cls else contextlib.nullcontext():
+        # oneDNN's kernel has no autocast rule and no gradient: fp32 inference only
+        onednn = (self.onednn_linears and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+                  and supports_onednn_linears(self.encoder))
+        with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn):
             output = self.encoder(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,
@@ -92,6 +96,13 @@ class LongDocModel(nn.Module):
                 **self.aggregator.encoder_inputs(self.encoder, batch),
             )
         return self.aggregator.chunk_features(output, batch)
+
+    def last_layer_positions(self, batch: ChunkBatch) -> int | None:
+        """How many leading positions the encoder's last layer computes for ``batch``; None: all."""
+        # training keeps the full path: the same computation, but dropout draws stay as they were
+        if not self.partial_last_layer or self.encoder.training:
+            return None
+        return self.aggregator.last_layer_positions(batch)
 
     @contextlib.contextmanager
     def _stage(self, name: str, batch: ChunkBatch | None = None):

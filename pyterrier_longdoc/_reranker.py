@@ -69,13 +69,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             devices shares inference batches among copies of the model, one per device (training
             uses the first; train on several devices with ``torchrun``, see ``fit``).
         dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 may pay off with AMX (not measured);
-            with AVX512-BF16 alone it ran at 0.65x the speed of fp32 (Kendall tau of each query's
-            ranking vs fp32 0.994, MaxP on a passage-trained MiniLM cross-encoder), and it is
-            several times slower without native bf16. ``"int8"``: dynamic int8 quantization of the
-            encoder's linear layers, CPU inference only (training stays fp32); it costs ranking
-            quality: 1.3-1.6x faster but Kendall tau 0.69 vs fp32 (down to 0.2 for a query) in those
-            measurements (``benchmarks/run.py`` row 8).
+            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 kept each query's ranking of MaxP on
+            a passage-trained MiniLM cross-encoder (Kendall tau vs fp32 1.000) and its speed
+            depends on the CPU: 1.45x fp32's on an AMD EPYC (Zen 5, AVX512-BF16), 0.53-0.74x on
+            an Intel Xeon with AVX512-BF16 but no AMX (not measured with AMX), several times slower
+            without native bf16. ``"int8"``: dynamic int8 quantization of the encoder's linear
+            layers, CPU inference only (training stays fp32); it costs ranking quality: 1.46-1.72x
+            faster, but Kendall tau 0.47-0.60 vs fp32 (down to 0.07 for a query) on that model
+            (``benchmarks/run.py`` row 8).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),

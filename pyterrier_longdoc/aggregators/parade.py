@@ -136,14 +136,22 @@ class TransformerAggregator(Aggregator):
             self.cls_vector.data.copy_(start)
 
     @property
-    def features_are_cls(self) -> bool:
-        return not self.query_tokens  # the -Q variant also reads the query tokens' last-layer vectors
+    def features_are_leading(self) -> bool:
+        return True  # [CLS], and for -Q the query tokens, which come right after it
+
+    def last_layer_positions(self, batch) -> int:
+        if not self.query_tokens:
+            return 1
+        # up to the last query token of the batch (queries of one token or more; 1 if none has any)
+        reached = batch.query_mask.any(0).nonzero()
+        return int(reached.max()) + 1 if len(reached) else 1
 
     def chunk_features(self, output, batch):
-        cls = output.last_hidden_state[:, 0]
+        states = output.last_hidden_state
+        cls = states[:, 0]
         if not self.query_tokens:
             return cls
-        tokens, mask = select_tokens(output.last_hidden_state, batch.query_mask)
+        tokens, mask = select_tokens(states, batch.query_mask[:, :states.shape[1]])
         return cls, tokens, mask
 
     def forward(self, features, mask: torch.Tensor) -> torch.Tensor:
