@@ -80,7 +80,7 @@ def supports_onednn_linears(encoder: nn.Module) -> bool:
 
 # Stand-ins are put in the encoder for one call: calls of one encoder from several threads
 # (workers sharing a replica) take turns, so none sees another's stand-ins.
-_LOCKS: "weakref.WeakKeyDictionary[nn.Module, threading.Lock]" = weakref.WeakKeyDictionary()
+_LOCKS: weakref.WeakKeyDictionary[nn.Module, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_LOCK = threading.Lock()
 
 
