@@ -225,13 +225,6 @@ def matmul_gflops(shapes=((1024, 1024, 1024),), reps: int = 5) -> dict[tuple, fl
     return out
 
 
-def onednn_linears_run(reranker) -> bool:
-    """Whether the engine's linear layers run on oneDNN for this model (fp32 on the CPU)."""
-    from pyterrier_longdoc._fast_paths import supports_onednn_linears
-
-    return reranker.model.onednn_linears and supports_onednn_linears(reranker.model.encoder)
-
-
 # ---------------------------------------------------------------------------------------------
 # engine instrumentation, through the engine's own seams: ``model.observer`` (stage timings, each
 # encoder batch) and ``model.batching`` (the batch policy). The CrossEncoder is timed with torch

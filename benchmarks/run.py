@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
+from pyterrier_longdoc._fast_paths import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: E402
 
 FLOP_FORMULA = ("FLOPs of a BERT forward = layers x [2*L*(4*H^2 + 2*H*I) + 4*L^2*H] per sequence of length L "
                 "(projections + FFN + attention matmuls; embeddings, LayerNorm, softmax, pooler left out), "
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
     speedup = C.paired_ratio(rec, "crossencoder", "ours")
     diff = float(np.abs(rec.results["ours"] - rec.results["crossencoder"]).max())
     paths = ["last layer at [CLS] only" if maxp.model.partial_last_layer else "full last layer: not a BERT layout",
-             "oneDNN linears" if C.onednn_linears_run(maxp) else "no oneDNN linears"]
+             "oneDNN linears" if maxp.model.runs_onednn_linears else "no oneDNN linears"]
     results.append(["1a", f"MaxP speed-up vs CrossEncoder.predict (+max), {n_docs} docs, {ours.sequences} pairs "
                           f"({', '.join(paths)})", f"{speedup:.2f}x", ">= 1.3x", speedup >= 1.3])
     results.append(["1b", f"max abs score diff vs CrossEncoder (fp32; identical input ids: {same_ids})",
@@ -236,7 +237,7 @@ def main(argv=None) -> int:
     results += growth_rows(timing, growth, sizes, growth_docs, growth_batch, args.quick, details)
     if growth is not None and not args.quick:  # 7f: why the package caps oneDNN's kernel caches
         default_caches = run_growth([sizes[0], sizes[-1]], tiny, growth_batch, growth_docs, threads,
-                                    env={name: "1024" for name in ONEDNN_CACHES}, repeats=1)
+                                    env={name: "1024" for name in KERNEL_CACHES}, repeats=1)
         results.append(default_caches_row(default_caches, sizes))
     if growth is None:
         results.append(skipped("7c-e", "peak RSS growth and the token cache", "the process's CPU memory"))
@@ -576,18 +577,15 @@ def run_growth(sizes, model, batch_size, doc_tokens, threads, in_process=False, 
     return out
 
 
-ONEDNN_CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
-
-
 def default_caches_row(out, sizes) -> list:
-    """7f: 7c's growth with oneDNN's and ideep's default kernel caches (1,024 each, not the 16 the
-    package sets)."""
+    """7f: 7c's growth with oneDNN's and ideep's default kernel caches (1,024 each, not the
+    package's)."""
     first, last = out[sizes[0]], out[sizes[-1]]
     if "error" in first or "error" in last:
         return ["7f", f"  diagnosis: 7c with oneDNN's default kernel caches (failed: {first.get('error', '')}"
                       f"{last.get('error', '')})", "error", "-", "-"]
-    return ["7f", f"  diagnosis: 7c with oneDNN's default kernel caches ({', '.join(ONEDNN_CACHES)} = 1024, "
-                  f"not 16)", f"{last['growth_mb'] - first['growth_mb']:.0f} MB", "-", "-"]
+    return ["7f", f"  diagnosis: 7c with oneDNN's default kernel caches ({', '.join(KERNEL_CACHES)} = 1024, "
+                  f"not {KERNEL_CACHE_SIZE})", f"{last['growth_mb'] - first['growth_mb']:.0f} MB", "-", "-"]
 
 
 def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details) -> list:
@@ -624,17 +622,20 @@ def growth_rows(timing, out, sizes, doc_tokens, batch_size, in_process, details)
                      later <= last["cache_mb"] - out[sizes[-2]]["cache_mb"] + 0.1 * one_batch])
     detail = [[label, r["docs"], r["sequences"], f"{r['seconds']:.2f}", f"{r['sequences'] / r['seconds']:.0f}",
                f"{r['baseline_mb']:.0f}", f"{r['one_batch_mb']:.0f}",
-               f"{r['growth_mb']:.0f} ({', '.join(f'{g:.0f}' for g in r['growth_runs'])})", f"{r['cache_mb']:.1f}", C.pct(r["tokenize"]), C.pct(r["plan"]),
-               C.pct(r["batches"]), C.pct(r["encode"]), C.pct(r["other"])] for label, r in out.items()]
+               f"{r['growth_mb']:.0f} ({', '.join(f'{g:.0f}' for g in r['growth_runs'])})", f"{r['cache_mb']:.1f}",
+               C.pct(r["tokenize"]), C.pct(r["plan"]), C.pct(r["batches"]), C.pct(r["encode"]), C.pct(r["other"])]
+              for label, r in out.items()]
     details.append(C.table(
         ["run", "docs", "seqs", "s", "seq/s", "RSS before (MB)", "one batch (MB)",
-         "peak growth (MB): median (runs)", "token cache (MB)", "tokenize", "plan", "build batches", "encoder", "other"], detail,
+         "peak growth (MB): median (runs)", "token cache (MB)", "tokenize", "plan", "build batches", "encoder",
+         "other"], detail,
         title=f"Row 7, {'in this process (--quick)' if in_process else 'one process per run'}: MaxP on a tiny "
               f"random BERT (2 layers, width 32, MiniLM's tokenizer; MiniLM would need ~30 min for 7k documents "
               f"on this machine), documents of {doc_tokens[0]}-{doc_tokens[1]} tokens, batch size {batch_size}.\n"
               f"Rows 7a/7b: the sizes timed interleaved in the main process (medians of per-round ratios); the "
-              f"table below: memory, {'in this process' if in_process else 'three processes per size, the one with the median peak growth shown'} (its times are "
-              f"single runs, context only).\n"
+              f"table below: memory, "
+              f"{'in this process' if in_process else 'three processes per size, the one with the median peak growth shown'} "
+              f"(its times are single runs, context only).\n"
               f"Peak growth = peak RSS while scoring (5 ms sampler + ru_maxrss) minus RSS after loading, generating "
               f"the texts and a warm-up. One batch = peak RSS growth of the warm-up call (one "
               f"full batch of the longest windows, in a fresh process). Token cache = the engine's tokenization "

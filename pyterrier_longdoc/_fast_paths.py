@@ -38,8 +38,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-for _cache in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
-    os.environ.setdefault(_cache, "16")
+#: the environment variables of oneDNN's and ideep's kernel caches, and the size this package sets
+KERNEL_CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+KERNEL_CACHE_SIZE = "16"
+for _cache in KERNEL_CACHES:
+    os.environ.setdefault(_cache, KERNEL_CACHE_SIZE)
 
 BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
 

@@ -85,8 +85,8 @@ class LongDocModel(nn.Module):
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
         """Per-chunk features of one batch (the aggregator decides what it keeps)."""
         # oneDNN's kernel has no autocast rule and no gradient: fp32 inference only
-        onednn = (self.onednn_linears and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
-                  and supports_onednn_linears(self.encoder))
+        onednn = (self.runs_onednn_linears and not torch.is_grad_enabled()
+                  and not torch.is_autocast_enabled("cpu"))
         with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn):
             output = self.encoder(
                 input_ids=batch.input_ids,
@@ -96,6 +96,11 @@ class LongDocModel(nn.Module):
                 **self.aggregator.encoder_inputs(self.encoder, batch),
             )
         return self.aggregator.chunk_features(output, batch)
+
+    @property
+    def runs_onednn_linears(self) -> bool:
+        """Whether fp32 inference runs the encoder's linear layers on oneDNN (on, and supported)."""
+        return self.onednn_linears and supports_onednn_linears(self.encoder)
 
     def last_layer_positions(self, batch: ChunkBatch) -> int | None:
         """How many leading positions the encoder's last layer computes for ``batch``; None: all."""
