@@ -75,7 +75,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             an Intel Xeon with AVX512-BF16 but no AMX (not measured with AMX), several times slower
             without native bf16. ``"int8"``: dynamic int8 quantization of the encoder's linear
             layers, CPU inference only (training stays fp32); it costs ranking quality: 1.46-1.72x
-            faster, but Kendall tau 0.47-0.60 vs fp32 (down to 0.07 for a query) on that model
+            faster, but Kendall tau 0.467-0.600 vs fp32 (down to 0.067 for a query) on that model
             (``benchmarks/run.py`` row 8).
         verbose: show a progress bar.
         trust_remote_code: passed to HuggingFace; off unless you pass it.

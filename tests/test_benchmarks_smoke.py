@@ -105,3 +105,24 @@ def test_readme_performance_table_is_the_committed_run():
         missed = missed.replace(uncommitted, "")
     cited = re.findall(r"\b\d+\.\d+x?\b", missed)
     assert len(cited) >= 8 and all(value in printed for value in cited), [v for v in cited if v not in printed]
+
+
+def test_readme_and_docstring_speed_claims_cite_the_committed_runs():
+    """The ratios README's performance prose, its runtime options and the ``dtype`` docstring give
+    are printed by a committed run of benchmarks/run.py."""
+    import re
+    from pathlib import Path
+
+    from pyterrier_longdoc._reranker import LongDocReranker
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    printed = " ".join(run.read_text() for run in (root / "benchmarks" / "results").glob("run-*.txt"))
+    texts = {
+        "README's Benchmarks prose": readme.split("What the engine does for speed:", 1)[1].split("On a GPU (", 1)[0],
+        "README's runtime options": readme.split("- Runtime options,", 1)[1].split("\n- ", 1)[0],
+        "the dtype docstring": LongDocReranker.__doc__.split("dtype:", 1)[1].split("verbose:", 1)[0],
+    }
+    for name, text in texts.items():
+        cited = re.findall(r"\b\d+\.\d+x?\b", text)
+        assert len(cited) >= 4 and all(value in printed for value in cited), (name, [v for v in cited if v not in printed])
