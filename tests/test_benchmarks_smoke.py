@@ -126,3 +126,20 @@ def test_readme_and_docstring_speed_claims_cite_the_committed_runs():
     for name, text in texts.items():
         cited = re.findall(r"\b\d+\.\d+x?\b", text)
         assert len(cited) >= 4 and all(value in printed for value in cited), (name, [v for v in cited if v not in printed])
+
+
+def test_readme_states_the_recorded_run_of_its_two_commands():
+    """The demo's and the tests' times README's set-up section gives are those of the recorded
+    fresh-clone run of its two commands."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = " ".join((root / "README.md").read_text().split("## What the demo shows", 1)[0].split())
+    record = (root / "benchmarks" / "results" / "readme-commands-2026-11-24.txt").read_text()
+    seconds, cpu = re.search(r"finished in (\d+) s \((\d+) CPU seconds", record).groups()
+    passed, minutes, rest = re.search(r"(\d+) passed.* \(0:(\d+):(\d+)\)", record).groups()
+    total = re.search(r"EXIT 0 after (\d+) s", record).group(1)
+    for stated in (f"demo itself took {seconds} s, {cpu} CPU seconds", f"{total} s, recorded in",
+                   f"took {int(minutes)} minutes {int(rest)} seconds, {passed} passed"):
+        assert stated in readme, stated
