@@ -60,9 +60,9 @@ COLLECTIONS = ("gcide", "foldoc", "wn")
 TUNING_COLLECTION = "gcide"
 FILLER_WORDS = 15
 FULL = dict(warmup_queries=400, train_queries=100, test_queries=50, max_doc_tokens=720, retrieved=5, random=4,
-            max_passages=20000, windows=dict(window=240, stride=240))  # three disjoint windows of 720 tokens
+            max_queries=2000, max_passages=20000, windows=dict(window=240, stride=240))  # three disjoint windows of 720 tokens
 QUICK = dict(warmup_queries=16, train_queries=8, test_queries=6, max_doc_tokens=720, retrieved=3, random=2,
-             max_passages=20000, windows=dict(window=200, stride=150),
+             max_queries=2000, max_passages=20000, windows=dict(window=200, stride=150),
              passage_stage=dict(steps=4, lr=1e-3, batch_size=4), document_stage=dict(epochs=1, head_lr=1e-3))
 
 
@@ -101,10 +101,10 @@ def main(argv=None) -> int:
     output.mkdir(parents=True, exist_ok=True)
     results_dir.mkdir(parents=True, exist_ok=True)
     paths = dict(item.split("=", 1) for item in args.dictionary)
+    if args.merge:
+        return merge_runs(args.merge, results_dir, args.quick)
     collections = [c.strip() for c in (args.tune_collection if args.tune else args.collections).split(",")]
     check_prerequisites(collections, paths, args.backbone)
-    if args.merge:
-        return merge_runs(args.merge, results_dir)
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
     seeds = [int(k) for k in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
@@ -313,9 +313,10 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
     from pyterrier_longdoc.dictionaries import dictionary_task
 
     started = time.time()
-    task = dictionary_task(name, path, vocabulary=backbone, hide_term=False, max_passages=sizes["max_passages"])
-    known = task.queries[task.queries["known"]].sample(frac=1.0, random_state=0)
-    other = task.queries[~task.queries["known"]].sample(frac=1.0, random_state=0)
+    # 2,000 queries of terms the encoder's vocabulary holds, the others' entries as non-relevant passages
+    task = dictionary_task(name, path, vocabulary=backbone, hide_term=False, known_only=True,
+                           max_queries=sizes["max_queries"], max_passages=sizes["max_passages"])
+    known = task.queries.sample(frac=1.0, random_state=0)
     n_train, n_test = sizes["train_queries"], sizes["test_queries"]
     if len(known) < n_train + 2 * n_test:
         raise SystemExit(f"{name} has {len(known)} eligible queries, fewer than the {n_train + 2 * n_test} needed")
@@ -341,7 +342,7 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
     train = {"topics": rows[["qid", "query"]].drop_duplicates().reset_index(drop=True),
              "qrels": rows[["qid", "docno", "label"]], "candidates": rows}
     # the passage stage trains on queries no document collection holds (unused known terms last)
-    unused = pd.concat([other, known.iloc[n_train + 2 * n_test:]])
+    unused = known.iloc[n_train + 2 * n_test:]
     warmup_topics = unused.iloc[:sizes["warmup_queries"]][["qid", "query"]]
     warmup_triples = _warmup_triples(task, warmup_topics, output / "passage-index", seed=0)
     tokens = [c.positions["doc_tokens"] for c in collections.values()]
@@ -483,10 +484,10 @@ def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: li
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
     commit and time taken."""
     header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
-              "commit": _commit(), "minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
+              "commit": _commit(), "wall_minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
     stem.with_suffix(".json").write_text(json.dumps({**header, **result}, indent=1))
     stem.with_suffix(".md").write_text(f"Machine: {header['machine']}; {header['date']}; commit {header['commit']}; "
-                                       f"{header['minutes']} min wall; dtype {dtype}; seeds {seeds}\n\n{text}")
+                                       f"{header['wall_minutes']} min wall; dtype {dtype}; seeds {seeds}\n\n{text}")
 
 
 def _commit() -> str:
@@ -497,7 +498,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def merge_runs(files: list[str], results_dir: Path) -> int:
+def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
     """``--merge``: one collection's table from runs over disjoint seeds (the same options otherwise)."""
     parts = [json.loads(Path(f).read_text()) for f in files]
     seeds = [s for p in parts for s in p["seeds"]]
@@ -517,10 +518,10 @@ def merge_runs(files: list[str], results_dir: Path) -> int:
                 minutes.setdefault(stage, []).extend(values)
     result = collection_result(scores, validation, minutes, parts[0]["description"])
     name = parts[0]["description"].split()[0]
-    write_result(results_dir / f"effectiveness-{name}", result, sum(p["minutes"] for p in parts), parts[0]["dtype"],
+    write_result(results_dir / f"effectiveness-{name}", result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
                  sorted(seeds), report_markdown(result))
     print(report_markdown(result))
-    return exit_status(result["targets"], False)
+    return exit_status(result["targets"], quick)
 
 
 # ---------------------------------------------------------------------------------------------
