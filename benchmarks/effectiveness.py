@@ -84,6 +84,8 @@ def parse(argv=None):
                         help="comma-separated encoder rates: train each model at each on the tuning collection and "
                              "report its validation metric only (no test query is scored)")
     parser.add_argument("--tune-collection", default=TUNING_COLLECTION)
+    parser.add_argument("--passage-stage-only", action="store_true",
+                        help="build the collections and train their passage stages (which later runs reuse), then stop")
     parser.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
                         help="combine the results files of runs over other seeds (each --seed-list) of one collection")
     return parser.parse_args(argv)
@@ -115,6 +117,10 @@ def main(argv=None) -> int:
         collection_started = time.time()
         data = dictionary_data(name, paths.get(name), sizes, backbone, output / name)
         print(f"\n## {data['description']}", flush=True)
+        if args.passage_stage_only:
+            passage_stage(backbone, data["warmup_triples"], output / name / "passage-stage", recipe_settings(sizes)[0],
+                          dtype)
+            continue
         if args.tune:
             rates = [float(x) for x in args.tune.split(",")]
             result = tune(data, rates, sizes, backbone, dtype, seeds, output / name)
