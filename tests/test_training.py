@@ -108,22 +108,27 @@ def weights(model):
     return {k: v.detach().clone() for k, v in model.model.state_dict().items()}
 
 
+class Interrupt(Exception):
+    pass
+
+
+def stop_at(step):
+    """A callback that interrupts training after optimiser step ``step``."""
+    def callback(row):
+        if row["step"] == step:
+            raise Interrupt
+    return callback
+
+
 def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     options = dict(epochs=2, queries_per_step=2, lr=1e-3, head_lr=1e-2, checkpoint_every=1, seed=7)
     straight = new_model(tiny_bert)
     full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
 
-    class Interrupt(Exception):
-        pass
-
-    def stop_at_step_3(row):
-        if row["step"] == 3:
-            raise Interrupt
-
     interrupted = new_model(tiny_bert)
     with pytest.raises(Interrupt):
-        interrupted.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", callback=stop_at_step_3,
+        interrupted.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", callback=stop_at(3),
                         **options)
     assert latest_checkpoint(tmp_path / "resumed").name == "step-000003"
     resumed = new_model(tiny_bert)  # a new process would start from a fresh model too
