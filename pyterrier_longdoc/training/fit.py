@@ -152,8 +152,11 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *,
 
     resumed = resume(checkpoints, reranker, optimizer, check=same_run, rank=rank) if checkpoints is not None else None
     if resumed is not None:
-        _, state = resumed
+        path, state = resumed
         step, history = state["step"], state["history"]
+        warnings.warn(f"{path}: resumed at step {step} of {total_steps}" if step < total_steps else
+                      f"{path}: this run was already complete ({total_steps} steps): the model is its trained model, "
+                      "nothing was trained now (restart=True trains again)", stacklevel=3)
         if scaler is not None and state.get("grad_scaler"):
             scaler.load_state_dict(state["grad_scaler"])
         for _ in range(step):  # catching up with the steps taken before
