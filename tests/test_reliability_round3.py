@@ -13,10 +13,11 @@ import torch
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training.best import fit_best
 from pyterrier_longdoc.training.checkpoints import checkpoints
-from pyterrier_longdoc.training.options import fit_option_names
+from pyterrier_longdoc.training.options import fit_option_defaults
 from pyterrier_longdoc.training.sampling import training_data
 from cross_encoders import write_cross_encoder
 from test_best import SMALL, make_data
+from test_cli import trec_files  # noqa: F401 - a fixture
 from test_reliability_training import Interrupt, run_to_step
 from test_training import FAST, new_model, toy_task
 
@@ -224,7 +225,7 @@ def test_construction_is_reproducible_under_a_seed(cross_encoder):
 def test_unknown_fit_options_are_refused_when_the_model_is_built(tiny_bert):
     with pytest.raises(TypeError, match=r"fit_options: unknown fit option 'epoch'; valid options: epochs, loss, "):
         pl.MaxP(tiny_bert, fit_options={"epoch": 1})
-    assert {"epochs", "lr", "checkpoint_dir", "text", "valid_metric"} <= set(fit_option_names())
+    assert {"epochs", "lr", "checkpoint_dir", "text", "valid_metric"} <= set(fit_option_defaults())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pl.UntrainedHeadWarning)
         assert pl.MaxP(tiny_bert, fit_options={"epochs": 2, "text": {}}).fit_options == {"epochs": 2, "text": {}}
@@ -258,3 +259,51 @@ def test_an_uncached_hub_id_offline_says_so(monkeypatch):
         with pytest.raises(FileNotFoundError, match=r"nobody/no-such-model: no such directory, and not in the "
                                                     r"HuggingFace cache \(HF_HUB_OFFLINE is set\)"):
             pl.MaxP("nobody/no-such-model")
+
+
+# --- item 6: CLI input ---
+
+def cli_error(argv, capsys) -> str:
+    from pyterrier_longdoc.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.splitlines()[-1]
+
+
+def train_argv(files, tiny_bert, tmp_path, *extra):
+    return ["train", "--model", "maxp", "--backbone", tiny_bert, "--topics", files["topics"], "--run", files["run"],
+            "--docs", files["docs"], "--qrels", files["qrels"], "--output", str(tmp_path / "model"), *extra]
+
+
+def test_a_trec_topic_without_title_is_named_by_line(trec_files, tiny_bert, tmp_path, capsys):
+    topics = tmp_path / "topics.trec"
+    topics.write_text("<top>\n<num> Number: q1\n<title> what cat\n</top>\n\n"
+                      "<top>\n<num> Number: q2\n<desc> Description:\nonly a description\n</top>\n")
+    argv = train_argv({**trec_files, "topics": str(topics)}, tiny_bert, tmp_path)
+    assert cli_error(argv, capsys) == f"error: {topics}:7: topic 'q2' has no <title>, so no query"
+
+
+@pytest.mark.parametrize("value, shown", [("null", "null"), ("42", "42"), ('["castle"]', '["castle"]')])
+def test_a_json_text_that_is_not_a_string_is_named_by_line(trec_files, tiny_bert, tmp_path, capsys, value, shown):
+    docs = tmp_path / "docs.jsonl"
+    lines = [json.dumps({"docno": f"{q}-d{j}", "text": "castle house"}) for q in ("q1", "q2") for j in range(3)]
+    lines[1] = f'{{"docno": "q1-d1", "text": {value}}}'
+    docs.write_text("\n".join(lines) + "\n")
+    argv = train_argv({**trec_files, "docs": str(docs)}, tiny_bert, tmp_path)
+    assert cli_error(argv, capsys) == f"error: {docs}:2: the 'text' of docno 'q1-d1' is {shown}, not a string"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "windw=150"], r"--set windw=\.\.\.: unknown name 'windw'; valid names: window, stride, .*, max_length"),
+    (["--fit", "lrr=1e-4"], r"--fit lrr=\.\.\.: unknown name 'lrr'; valid names: loss, negatives, lr, head_lr, "),
+    (["--fit", "epochs=2"], r"--fit epochs=\.\.\.: give it as --epochs$"),
+    (["--fit", "lr=fast"], r"--fit lr=fast: expected a number, such as its default 1e-05$"),
+    (["--set", "window=wide"], r"--set window=wide: expected a number, such as its default 150$"),
+])
+def test_unknown_or_clashing_cli_names_are_one_line(trec_files, tiny_bert, tmp_path, capsys, extra, message):
+    import re
+
+    assert re.match(r"error: " + message.removeprefix("error: "), cli_error(
+        train_argv(trec_files, tiny_bert, tmp_path, *extra), capsys))
