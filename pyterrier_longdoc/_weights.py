@@ -15,13 +15,17 @@ from pathlib import Path
 
 from torch import nn
 
-from .aggregators.heads import ClassifierHead
+from .aggregators.heads import POOLINGS, ClassifierHead
 from .aggregators.score import ScoreAggregator
 
 
 def scores_windows(model: nn.Module) -> bool:
-    """Whether the model scores each window with a sequence-classification head (a cross-encoder)."""
-    return isinstance(model.aggregator, ScoreAggregator) and isinstance(model.aggregator.head, ClassifierHead)
+    """Whether the model scores each window as its architecture's sequence classifier does (a
+    cross-encoder): with that head, pooled as the architecture pools (LongP may pool otherwise)."""
+    head = getattr(model.aggregator, "head", None)
+    own = getattr(model.encoder.config, "classifier_pooling", "cls")
+    return (isinstance(model.aggregator, ScoreAggregator) and isinstance(head, ClassifierHead)
+            and head.pooling == (own if own in POOLINGS else "cls"))
 
 
 def saved_names(model: nn.Module) -> dict[str, str]:

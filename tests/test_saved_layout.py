@@ -76,3 +76,13 @@ def test_a_folder_saved_under_the_library_names_still_loads(name, tmp_path):
     model.save_pretrained(tmp_path / "again")  # saved again, in transformers' names
     np.testing.assert_allclose(pl.LongDocReranker.from_pretrained(tmp_path / "again").score_texts(
         expected["queries"], expected["texts"]), scores, atol=1e-6)
+
+
+def test_longp_pooling_otherwise_than_its_architecture_claims_only_its_encoder(tmp_path):
+    folder = str(write_cross_encoder(tmp_path / "ce", "bert"))
+    for pooling, architecture in [("cls", "BertForSequenceClassification"), ("mean", "BertModel")]:
+        model = trained(pl.LongP(folder, pooling=pooling))
+        model.save_pretrained(tmp_path / pooling)
+        assert json.loads((tmp_path / pooling / "config.json").read_text())["architectures"] == [architecture]
+        again = pl.LongDocReranker.from_pretrained(tmp_path / pooling)
+        np.testing.assert_allclose(again.score_texts(QUERIES, LONG), model.score_texts(QUERIES, LONG), atol=1e-6)
