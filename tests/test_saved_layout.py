@@ -40,6 +40,7 @@ def test_a_saved_window_scorer_is_the_cross_encoder_it_claims(tmp_path, arch, nu
         logits = predict(tmp_path / "saved", [(query, w) for w in windows])
         per_window = logits[:, 1] - logits[:, 0] if num_labels == 2 else logits
         np.testing.assert_allclose(maxp.score_texts([query], [text]), [per_window.max()], atol=1e-5, rtol=0)
+    assert "The folder is also a cross-encoder" in (tmp_path / "saved" / "README.md").read_text()
     again = pl.LongDocReranker.from_pretrained(tmp_path / "saved")
     np.testing.assert_allclose(again.score_texts(QUERIES, LONG), maxp.score_texts(QUERIES, LONG), atol=1e-6)
 
@@ -53,6 +54,7 @@ def test_any_other_saved_model_claims_only_its_encoder(tmp_path, cls):
         model = trained(cls(str(write_cross_encoder(tmp_path / "ce", "bert"))))
     model.save_pretrained(tmp_path / "saved")
     assert json.loads((tmp_path / "saved" / "config.json").read_text())["architectures"] == ["BertModel"]
+    assert "cross-encoder" not in (tmp_path / "saved" / "README.md").read_text()
     encoder = AutoModel.from_pretrained(tmp_path / "saved")
     mine = model.model.encoder.state_dict()
     for name, value in encoder.state_dict().items():
