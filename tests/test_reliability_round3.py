@@ -19,7 +19,7 @@ from pyterrier_longdoc.training.sampling import training_data
 from cross_encoders import write_cross_encoder
 from test_best import SMALL, make_data
 from test_cli import trec_files  # noqa: F401 - a fixture
-from test_reliability_training import Interrupt, run_to_step
+from test_reliability_training import Interrupt, resumes_past_damage, run_to_step
 from test_training import FAST, new_model, toy_task
 
 DOCS = ["the castle by the river is red " * 3, "a dog in the house", "music song answer"]
@@ -94,24 +94,15 @@ def zero_rng_state(file, folder):
 
 @pytest.mark.parametrize("damage", ["model.safetensors", "training_state.safetensors", "rng"])
 def test_changed_bytes_in_a_checkpoint_fall_back_to_the_previous_one(tiny_bert, tmp_path, damage):
-    data = toy_task(n_queries=3)
-    run_to_step(tiny_bert, data, tmp_path / "straight", 6)
-    reference = pl.LongDocReranker.from_pretrained(tmp_path / "straight" / "step-000006")
-    with pytest.raises(Interrupt):
-        run_to_step(tiny_bert, data, tmp_path / "run", 6, stop_at=4)
-    newest = tmp_path / "run" / "step-000004"
     if damage == "rng":
-        zero_rng_state(newest / "training_state.safetensors", newest)
+        def change(folder):
+            zero_rng_state(folder / "training_state.safetensors", folder)
         expected = r"training_state.safetensors holds an invalid RNG state"
     else:
-        zero_tensor_bytes(newest / damage)
+        def change(folder):
+            zero_tensor_bytes(folder / damage)
         expected = rf"{damage} is damaged: its SHA-256 is not the one it was written with"
-    with pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{expected}.*resumed from .*step-000003"):
-        history = run_to_step(tiny_bert, data, tmp_path / "run", 6)
-    assert len(history) == 6
-    resumed = pl.LongDocReranker.from_pretrained(tmp_path / "run" / "step-000006")
-    for (name, a), b in zip(reference.model.state_dict().items(), resumed.model.state_dict().values()):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
+    resumes_past_damage(tiny_bert, toy_task(n_queries=3), tmp_path, change, expected)
 
 
 def test_fit_says_that_it_resumed_or_that_the_run_was_complete(tiny_bert, tmp_path):
