@@ -37,7 +37,8 @@ def rows(quick: bool = False) -> list:
                                 capture_output=True, text=True, timeout=600,
                                 env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"})
         if result.returncode != 0:
-            found.append(["11", f"LongDoc peak RSS, {docs} docs: could not run", result.stderr.strip()[-200:], "-", "-"])
+            problem = result.stderr.strip()[-200:]
+            found.append(["11", f"LongDoc peak RSS, {docs} docs: could not run", problem, "-", "-"])
             continue
         measured = json.loads(result.stdout.strip().splitlines()[-1])
         limit = target_mb(docs, chars)

@@ -114,8 +114,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
         folder = _saved_folder(str(model_name_or_path))
         self._runtime(Runtime(batch_size, text_field, device, dtype, verbose), fit_options)
-        self._source = (str(model_name_or_path), {**settings, **({"trust_remote_code": True} if trust_remote_code
-                                                                 else {}), **({"seed": seed} if seed is not None else {})})
+        flags = {"trust_remote_code": True} if trust_remote_code else {}
+        self._source = (str(model_name_or_path), {**settings, **flags, **({"seed": seed} if seed is not None else {})})
         with _seeded(seed):
             config, model = self._build(folder, settings, trust_remote_code, verify_weights)
         self._attach(config, model, folder)
