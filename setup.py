@@ -23,6 +23,7 @@ setup(
         "torch>=2.1",
         "transformers>=4.40",
         "safetensors",
+        "packaging",
         "pandas",
         "numpy",
         "ir_measures",

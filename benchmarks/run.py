@@ -25,6 +25,8 @@ Rows:
   9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
      benchmarks/peers.py), and our MaxP against the fastest fp32 one: >= 1.0x
   10 PyTerrier's .parallel(2, backend="ray") on a local 2-worker Ray cluster vs one process (not --quick)
+  11 LongDoc over 1, 10 and 100 documents of 1,000,000 characters (100,000 with --quick): peak RSS
+     growth <= 8 x the documents' characters + 64 MB (benchmarks/longdoc_memory.py, a process per size)
 """
 from __future__ import annotations
 
@@ -229,6 +231,14 @@ def main(argv=None) -> int:
                                                                     "processes"))
     elif not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
         results += ray_rows(path, frame_a, bs, reps, details)
+
+    # --- row 11: LongDoc's peak memory over documents of a million characters -------------------
+    if device != "cpu":
+        results.append(skipped("11", "LongDoc peak RSS", "the process's CPU memory"))
+    else:
+        import longdoc_memory
+
+        results += longdoc_memory.rows(args.quick)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)

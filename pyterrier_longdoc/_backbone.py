@@ -47,6 +47,12 @@ def resolve_checkpoint(name_or_path: str) -> Path | None:
             return None
         return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"]))
     except Exception as error:  # noqa: BLE001 - the plain-encoder path gives its own error
+        from huggingface_hub import constants
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        if constants.HF_HUB_OFFLINE and isinstance(error, LocalEntryNotFoundError):  # nothing to load
+            raise FileNotFoundError(f"{name_or_path}: no such directory, and not in the HuggingFace cache "
+                                    "(HF_HUB_OFFLINE is set): download it first, or pass a local folder") from None
         warnings.warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
                       "treating it as a plain encoder")
         return None

@@ -30,8 +30,11 @@ def model_card(reranker) -> str:
               f"{__version__}: {type(reranker).__doc__.strip().splitlines()[0]}", "",
               "```python", "import pyterrier as pt", "from pyterrier_longdoc import LongDocReranker", "",
               'model = LongDocReranker.from_pretrained("<this folder or hub id>")   # or pt.Artifact.load(...)',
-              'pipeline = bm25 % 100 >> pt.text.get_text(dataset, "text") >> model', "```", "",
-              "## Model", "", "| | |", "|---|---|",
+              'pipeline = bm25 % 100 >> pt.text.get_text(dataset, "text") >> model', "```", ""]
+    if str((config.encoder.get("architectures") or [""])[0]).endswith("ForSequenceClassification"):
+        lines += ["The folder is also a cross-encoder: `sentence_transformers.CrossEncoder(\"<this folder>\")` "
+                  "scores a (query, passage) pair as this model scores one window of a document.", ""]
+    lines += ["## Model", "", "| | |", "|---|---|",
               f"| class | `{cls}` |", f"| encoder | {config.encoder.get('model_type')}, "
               f"{config.encoder.get('num_hidden_layers', '?')} layers, width {config.encoder.get('hidden_size', '?')} |",
               f"| chunk head | {config.head_type or 'none (the model has its own head)'} |",

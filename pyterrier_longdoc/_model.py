@@ -20,6 +20,8 @@ from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
 from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._config import WEIGHTS_NAME, ModelConfig
+from ._files import file_sha256
+from ._weights import architecture, read_weights, save_weights
 from .aggregators.base import Aggregator
 
 
@@ -209,21 +211,20 @@ class LongDocModel(nn.Module):
         return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
-        """Writes ``model.safetensors``, the tokenizer files and ``config.json`` (last, with the
-        weights' checksum)."""
-        from safetensors.torch import save_model
-
+        """Writes ``model.safetensors`` (under transformers' names, see ``_weights``), the
+        tokenizer files and ``config.json`` (last, with the weights' checksum and the architecture
+        the weights are)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.tokenizer.save_pretrained(path)
-        save_model(self, str(path / WEIGHTS_NAME), metadata={"format": "pt"})
+        save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
+        config.encoder = {**config.encoder, "architectures": [architecture(self)]}
         config.write(path)
 
     def load_weights(self, path: Path, sha256: str | None = None) -> None:
         """Loads ``model.safetensors`` of ``path``; with ``sha256``, only if its checksum matches."""
         from safetensors import SafetensorError
-        from safetensors.torch import load_model
 
         weights = path / WEIGHTS_NAME
         if not weights.is_file():
@@ -233,22 +234,12 @@ class LongDocModel(nn.Module):
                              "config.json was saved with. Restore the file, or pass verify_weights=False to load "
                              "weights you changed on purpose")
         try:
-            missing, unexpected = load_model(self, str(weights), strict=False, device=str(self.device))
+            missing, unexpected = read_weights(self, weights, str(self.device))
         except (SafetensorError, OSError, ValueError, RuntimeError) as error:
             raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
-
-
-def file_sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:

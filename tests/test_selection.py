@@ -165,5 +165,5 @@ def test_training_arguments_check_every_setting():
                 dict(patience=True), dict(load_best_model_at_end="yes"), dict(loss="hinge"), dict(seed=1.5)):
         with pytest.raises(ValueError):
             TrainingArguments(**bad)
-    with pytest.raises(ValueError, match=r"unknown training option 'epoch'; valid options: .*epochs"):
+    with pytest.raises(TypeError, match=r"unknown fit option 'epoch'; valid options: .*epochs"):
         TrainingArguments.from_options({"epoch": 1})
