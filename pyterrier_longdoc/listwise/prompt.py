@@ -59,9 +59,6 @@ class TokenBudget:
     def count(self, text: str) -> int:
         return len(self.ends(text))
 
-    def __repr__(self):
-        return "words" if self.tokenizer is None else type(self.tokenizer).__name__
-
 
 def passage(text: str, budget: int | None, ends: list[int]) -> str:
     """RankGPT's passage: stripped, white space collapsed, cut to ``budget`` tokens (``ends``:

@@ -29,8 +29,8 @@ class RankGPT(pt.Transformer):
         context_tokens: the model's context; a prompt that would not fit (with 200 tokens kept
             for the answer) gets a smaller per-document budget, as RankGPT shrinks its passages.
             Default: the backend's own (a local model's), else no limit.
-        tokenizer: a HuggingFace fast tokenizer to count tokens with; default: the backend's
-            own, else white-space separated words (RankGPT's unit).
+        tokenizer: a HuggingFace fast tokenizer (or its name) to count tokens with; default: the
+            backend's own, else white-space separated words (RankGPT's unit).
         text_field: the column with the document text.
         cache, cache_dir, retries, backoff: see :class:`~pyterrier_longdoc.listwise.ChatCalls`.
         verbose: a progress bar over queries.
@@ -57,6 +57,11 @@ class RankGPT(pt.Transformer):
         self.backend, self.window, self.step, self.top_k = backend, window, step, top_k
         self.max_doc_tokens, self.text_field, self.verbose = max_doc_tokens, text_field, verbose
         self.context_tokens = context_tokens if context_tokens is not None else backend.context_tokens
+        if isinstance(tokenizer, str):
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        self.tokenizer = tokenizer
         self.budget = TokenBudget(tokenizer if tokenizer is not None else backend.tokenizer)
 
     @property
@@ -64,8 +69,9 @@ class RankGPT(pt.Transformer):
         return dict(self.calls.usage)
 
     def __repr__(self):
+        tokenizer = "" if self.tokenizer is None else f", tokenizer={self.tokenizer.name_or_path!r}"
         return (f"RankGPT({self.backend!r}, window={self.window}, step={self.step}, top_k={self.top_k}, "
-                f"max_doc_tokens={self.max_doc_tokens}, context_tokens={self.context_tokens}, tokens={self.budget!r})")
+                f"max_doc_tokens={self.max_doc_tokens}, context_tokens={self.context_tokens}{tokenizer})")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
