@@ -14,9 +14,12 @@ from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budg
 
 
 class RankGPT(pt.Transformer):
-    """Re-ranks each query's candidates by asking a chat model for a permutation of a numbered
-    list of passages, 20 at a time, from the bottom of the list up in steps of 10, so that
-    relevant documents climb to the top (the paper's sliding window).
+    """RankGPT (Sun et al., EMNLP 2023): a chat LLM orders numbered passages, 20 at a time,
+    over a window sliding up from the bottom of the list in steps of 10 (OpenAI, Anthropic,
+    OpenAI-compatible servers or a local transformers model).
+
+    Each prompt asks for a permutation (``[2] > [1] > ...``) of the window's passages; as the
+    window moves up, relevant documents climb to the top.
 
     Args:
         backend: an :class:`OpenAIChat` (OpenAI, or vLLM/llama.cpp/Ollama via ``base_url``),
