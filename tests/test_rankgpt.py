@@ -2,14 +2,16 @@
 and malformed permutations, retries, cache, token counts, keys), its sliding window and token
 budget, and its contract as a PyTerrier re-ranker."""
 import logging
+import threading
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
-import pyterrier as pt
 
-from chat_server import ChatServer, by_overlap, passages_of, reverse
-from pyterrier_longdoc.listwise import (AnthropicChat, ChatBackend, ChatCallError, OpenAIChat, RankGPT, Reply)
+from chat_server import ChatServer, passages_of, reverse
+from pyterrier_longdoc.listwise import AnthropicChat, ChatCallError, ChatCalls, OpenAIChat, RankGPT
 from pyterrier_longdoc.listwise.prompt import fitting_budget, parse_permutation, rankgpt_messages, window_ranges
 
 KEY = "sk-test-a1b2c3d4e5f6g7h8"
@@ -112,12 +114,39 @@ def test_malformed_permutations_are_repaired_and_counted(server, openai_key):
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_rate_limits_and_server_errors_are_retried(server, openai_key, status):
-    server.script = [(status, "slow down"), (status, "slow down")]
-    model = openai_rankgpt(server)
+def test_rate_limits_and_server_errors_are_retried_with_exponential_back_off(server, openai_key, status,
+                                                                            monkeypatch):
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    server.script = [(status, "slow down")] * 3
+    model = openai_rankgpt(server, backoff=0.5)
     assert docnos(model(candidates(3))) == ["d2", "d1", "d0"]
-    assert len(server.requests) == 3
-    assert model.usage["retries"] == 2 and model.usage["requests"] == 1
+    assert len(server.requests) == 4 and sleeps == [0.5, 1.0, 2.0]
+    assert model.usage["retries"] == 3 and model.usage["requests"] == 1
+
+
+def test_back_off_is_capped_and_follows_retry_after():
+    class Limited(Exception):
+        def __init__(self, retry_after):
+            self.status_code, self.response = 429, SimpleNamespace(headers={"retry-after": retry_after})
+
+    calls = ChatCalls(OpenAIChat("m", base_url="http://127.0.0.1:9/v1"), backoff=1.0, max_backoff=10.0)
+    assert [calls._delay(Limited("0"), attempt) for attempt in range(5)] == [1.0, 2.0, 4.0, 8.0, 10.0]
+    assert calls._delay(Limited("7"), 0) == 7.0 and calls._delay(Limited("99"), 0) == 10.0
+    assert calls._delay(Limited("Wed, 21 Oct 2015 07:28:00 GMT"), 1) == 2.0
+
+
+def test_queries_are_sent_side_by_side_with_threads(openai_key):
+    both_in_flight = threading.Barrier(2, timeout=10)  # passes only when two requests are open at once
+
+    def answer_together(messages):
+        both_in_flight.wait()
+        return reverse(messages)
+
+    with ChatServer(default=answer_together) as server:
+        model = openai_rankgpt(server, threads=2)
+        out = model(pd.concat([candidates(3), candidates(3, qid="q2")]))
+    assert docnos(out, "q1") == docnos(out, "q2") == ["d2", "d1", "d0"] and model.usage["requests"] == 2
 
 
 def test_other_errors_fail_at_once_and_retries_run_out(server, openai_key):
@@ -187,7 +216,7 @@ def test_keys_never_appear_in_repr_errors_or_logs(server, openai_key, caplog):
         model(candidates(3))
     assert KEY in server.requests[0]["headers"]["authorization"]  # the server did echo it...
     assert "HTTP 401" in str(error.value) and KEY not in str(error.value)  # ...but the error does not
-    assert error.value.__cause__ is None and error.value.__suppress_context__
+    assert error.value.__cause__ is None and error.value.__context__ is None  # nor in the exception's chain
     assert KEY not in repr(model) and KEY not in repr(model.backend) and KEY not in caplog.text
 
 

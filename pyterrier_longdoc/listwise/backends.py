@@ -24,12 +24,13 @@ class ChatBackend:
     """A chat model that answers a list of ``{"role", "content"}`` messages.
 
     Subclasses implement ``complete``; ``settings`` (everything that changes the answer) keys
-    the response cache. ``tokenizer`` and ``context_tokens``, when a backend knows them, are
-    RankGPT's defaults for the token budget."""
+    the response cache. ``tokenizer``, ``context_tokens`` and ``answer_tokens``, when a backend
+    knows them, are RankGPT's defaults for the token budget."""
 
     model: str
     tokenizer = None
     context_tokens: int | None = None
+    answer_tokens: int | None = None  # the cap on an answer's length, when the backend sets one
     _key_variable: str | None = None
 
     def complete(self, messages: list[dict]) -> Reply:
@@ -75,9 +76,13 @@ def _api_key(variable: str, base_url: str | None, service: str) -> str:
 class _APIChat(ChatBackend):
     """What the two API clients share: their settings, and connection errors as transient."""
     base_url: str | None
-    temperature: float
+    temperature: float | None
     max_tokens: int | None
     _transient: tuple = ()
+
+    @property
+    def answer_tokens(self) -> int | None:
+        return self.max_tokens
 
     @property
     def settings(self) -> dict:

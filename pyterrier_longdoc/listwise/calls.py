@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,12 @@ class ChatCalls:
         self.cache = {} if cache or cache_dir else None
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.usage = dict.fromkeys(USAGE_KEYS, 0)
+        self._lock = threading.Lock()
+
+    def count(self, **amounts: int) -> None:
+        with self._lock:  # RankGPT may send several queries' prompts at once, from threads
+            for name, amount in amounts.items():
+                self.usage[name] += amount
 
     def key(self, messages: list[dict]) -> str:
         prompt = json.dumps([self.backend.settings, messages], sort_keys=True, ensure_ascii=False)
@@ -53,12 +60,10 @@ class ChatCalls:
         key = self.key(messages) if self.cache is not None else None
         answer = self._cached(key) if key else None
         if answer is not None:
-            self.usage["cache_hits"] += 1
+            self.count(cache_hits=1)
             return answer
         reply = self._with_retries(messages)
-        self.usage["requests"] += 1
-        self.usage["prompt_tokens"] += reply.prompt_tokens
-        self.usage["completion_tokens"] += reply.completion_tokens
+        self.count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
         if key:
             self._store(key, reply.text)
         return reply.text
@@ -69,10 +74,13 @@ class ChatCalls:
                 return self.backend.complete(messages)
             except Exception as error:  # the clients' own exception types; the backend says which to retry
                 if not self.backend.retryable(error) or attempt == self.retries:
-                    raise self._failure(error, attempt + 1) from None
-                self.usage["retries"] += 1
-                time.sleep(self._delay(error, attempt))
-        raise AssertionError("unreachable")
+                    failure = self._failure(error, attempt + 1)
+                    break
+                self.count(retries=1)
+                delay = self._delay(error, attempt)
+            time.sleep(delay)
+        # raised out of the except block: the client's exception (its request carries the key) is not its context
+        raise failure
 
     def _delay(self, error: Exception, attempt: int) -> float:
         delay = min(self.max_backoff, self.backoff * 2 ** attempt)
@@ -83,7 +91,6 @@ class ChatCalls:
             return delay
 
     def _failure(self, error: Exception, attempts: int) -> ChatCallError:
-        # `from None` above: the client's exception (and its request, with the key's header) stays out of tracebacks
         status = getattr(error, "status_code", None)
         what = f"HTTP {status}" if status is not None else type(error).__name__
         message = self.backend.scrub(f"{self.backend!r}: request failed after {attempts} attempt(s): {what}: {error}")

@@ -2,6 +2,8 @@
 Re-Ranking Agents", EMNLP 2023): listwise re-ranking by a chat LLM over a sliding window."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pyterrier as pt
@@ -29,13 +31,15 @@ class RankGPT(pt.Transformer):
             keep their order below them.
         max_doc_tokens: each document cut to its first ``max_doc_tokens`` tokens (the paper's
             FirstP variant; RankGPT's own cut is 300 words), or None for whole documents (LongP).
-        context_tokens: the model's context; a prompt that would not fit (with 200 tokens kept
-            for the answer) gets a smaller per-document budget, as RankGPT shrinks its passages.
+        context_tokens: the model's context; a prompt that would not fit (with the backend's
+            answer cap, or RankGPT's 200 tokens, kept for the answer) gets a smaller per-document budget, as RankGPT shrinks its passages.
             Default: the backend's own (a local model's), else no limit.
         tokenizer: a HuggingFace fast tokenizer (or its name) to count tokens with; default: the
             backend's own, else white-space separated words (RankGPT's unit).
         text_field: the column with the document text.
         cache, cache_dir, retries, backoff: see :class:`~pyterrier_longdoc.listwise.ChatCalls`.
+        threads: queries re-ranked at once (an API answers several requests in parallel; the
+            windows of one query always run in turn, each on the previous one's order).
         verbose: a progress bar over queries.
 
     The candidates' first-stage order is read from ``rank`` when the input has it, else from
@@ -48,17 +52,17 @@ class RankGPT(pt.Transformer):
     def __init__(self, backend: ChatBackend, *, window: int = 20, step: int = 10, top_k: int | None = 100,
                  max_doc_tokens: int | None = 300, context_tokens: int | None = None, tokenizer=None,
                  text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,
-                 backoff: float = 1.0, verbose: bool = False):
+                 backoff: float = 1.0, threads: int = 1, verbose: bool = False):
         for name, value, optional in (("window", window, False), ("step", step, False), ("top_k", top_k, True),
                                       ("max_doc_tokens", max_doc_tokens, True),
-                                      ("context_tokens", context_tokens, True)):
+                                      ("context_tokens", context_tokens, True), ("threads", threads, False)):
             if not (optional and value is None) and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}")
         if step > window:
             raise ValueError(f"step ({step}) > window ({window}) would leave documents between windows unranked")
         self.calls = ChatCalls(backend, cache=cache, cache_dir=cache_dir, retries=retries, backoff=backoff)
         self.backend, self.window, self.step, self.top_k = backend, window, step, top_k
-        self.max_doc_tokens, self.text_field, self.verbose = max_doc_tokens, text_field, verbose
+        self.max_doc_tokens, self.text_field, self.threads, self.verbose = max_doc_tokens, text_field, threads, verbose
         self.context_tokens = context_tokens if context_tokens is not None else backend.context_tokens
         if isinstance(tokenizer, str):
             from transformers import AutoTokenizer
@@ -80,16 +84,21 @@ class RankGPT(pt.Transformer):
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
-        scores = np.zeros(len(inp))
         best_first = first_stage_order(inp)
         groups = pd.Series(best_first).groupby(inp["qid"].to_numpy()[best_first], sort=True).indices
-        for qid, positions in pt.tqdm(groups.items(), desc="RankGPT", unit="query", disable=not self.verbose):
+        queries_rows = []  # (query, its rows best first)
+        for qid, positions in groups.items():
             rows = best_first[positions]
             if len({queries[i] for i in rows}) > 1:
                 raise ValueError(f"{self!r}: qid {qid!r} has rows with different query texts "
                                  f"({sorted({queries[i] for i in rows})[:2]}); one query per qid")
-            order = self.rerank(queries[rows[0]], [texts[i] for i in rows])
-            scores[rows[order]] = np.arange(len(rows), 0, -1, dtype=np.float64)
+            queries_rows.append((queries[rows[0]], rows))
+        scores = np.zeros(len(inp))
+        with ThreadPoolExecutor(self.threads) as pool:  # the windows of a query run in turn, queries side by side
+            orders = pool.map(lambda item: self.rerank(item[0], [texts[i] for i in item[1]]), queries_rows)
+            for (_, rows), order in pt.tqdm(zip(queries_rows, orders), total=len(queries_rows), desc="RankGPT",
+                                            unit="query", disable=not self.verbose):
+                scores[rows[order]] = np.arange(len(rows), 0, -1, dtype=np.float64)
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
@@ -101,7 +110,7 @@ class RankGPT(pt.Transformer):
             ids = order[start:end]
             messages = self.messages(query, [texts[i] for i in ids], [ends[i] for i in ids])
             permutation, clean = parse_permutation(self.calls(messages), len(ids))
-            self.calls.usage["repaired_answers"] += not clean
+            self.calls.count(repaired_answers=int(not clean))
             order[start:end] = [ids[j] for j in permutation]
         return np.array(order, dtype=int)
 
@@ -110,7 +119,8 @@ class RankGPT(pt.Transformer):
         budget = self.max_doc_tokens
         if self.context_tokens is not None:
             empty = rankgpt_messages(query, [""] * len(texts))
-            fixed = sum(self.budget.count(m["content"]) + MESSAGE_OVERHEAD for m in empty) + ANSWER_RESERVE
+            reserve = self.backend.answer_tokens or ANSWER_RESERVE
+            fixed = sum(self.budget.count(m["content"]) + MESSAGE_OVERHEAD for m in empty) + reserve
             lengths = [len(e) if budget is None else min(len(e), budget) for e in ends]
             fitting = fitting_budget(lengths, fixed, self.context_tokens)
             if fitting < max(lengths, default=0):
