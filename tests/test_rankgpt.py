@@ -1,6 +1,6 @@
-"""RankGPT through the real openai and anthropic clients against a local HTTP server (scripted
-and malformed permutations, retries, cache, token counts, keys), its sliding window and token
-budget, and its contract as a PyTerrier re-ranker."""
+"""RankGPT's prompt, sliding window, token budget and permutation parsing, and its calls through
+the real openai and anthropic clients against a local HTTP server (scripted and malformed
+permutations, retries, cache, token counts, keys)."""
 import logging
 import threading
 import time

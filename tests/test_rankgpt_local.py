@@ -80,3 +80,15 @@ def test_a_model_without_chat_template_is_refused(tmp_path):
     path = write_tiny_chat_llama(tmp_path / "plain", chat_template=None)
     with pytest.raises(ValueError, match="no chat template"):
         TransformersChat(path)
+
+
+def test_a_template_without_system_role_gets_it_in_the_first_user_turn(tmp_path):
+    no_system = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+                 + TEMPLATE)
+    backend = TransformersChat(write_tiny_chat_llama(tmp_path / "no-system", chat_template=no_system),
+                               max_new_tokens=2, device="cpu")
+    messages = rankgpt_messages("red cat", ["the red cat"])
+    prompt = backend.tokenizer.decode(backend.prompt(messages)["input_ids"][0])
+    assert prompt.startswith("<|user|>You are RankGPT, an intelligent assistant")
+    assert "\n\nI will provide you with 1 passages" in prompt and "<|system|>" not in prompt
+    assert backend.complete(messages).completion_tokens > 0

@@ -42,11 +42,24 @@ class TransformersChat(ChatBackend):
     def settings(self) -> dict:
         return {**super().settings, "max_new_tokens": self.max_new_tokens}
 
+    def prompt(self, messages: list[dict]):
+        """The chat template's input ids; a template without a system role (Gemma's, Mistral's)
+        gets the system message at the start of the first user turn instead."""
+        from jinja2.exceptions import TemplateError
+
+        try:
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                      return_dict=True)
+        except TemplateError:
+            if messages[0]["role"] != "system" or len(messages) < 2 or messages[1]["role"] != "user":
+                raise
+            first = {"role": "user", "content": f"{messages[0]['content']}\n\n{messages[1]['content']}"}
+            return self.prompt([first, *messages[2:]])
+
     def complete(self, messages: list[dict]) -> Reply:
         import torch
 
-        inputs = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                                    return_dict=True).to(self.device)
+        inputs = self.prompt(messages).to(self.device)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with torch.inference_mode():
             output = self._model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False,
