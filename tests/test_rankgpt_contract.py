@@ -11,7 +11,7 @@ from pyterrier.measures import nDCG
 import pyterrier_longdoc as pl
 from chat_server import ChatServer, by_overlap
 from pyterrier_longdoc.listwise import ChatBackend, OpenAIChat, RankGPT, Reply
-from test_contract import frame
+from test_contract import check_columns_kept, frame
 
 
 class OverlapChat(ChatBackend):
@@ -47,15 +47,7 @@ def test_missing_column_names_it_and_the_model(model):
 
 def test_output_keeps_every_input_column_and_dtype(model):
     inp = candidates()
-    out = model(inp)
-    assert list(out.columns[:len(inp.columns)]) == list(inp.columns)
-    for column in inp.columns:
-        assert out[column].dtype == inp[column].dtype, column
-    assert out["score"].dtype == np.float64 and out["rank"].dtype.kind == "i" and len(out) == len(inp)
-    merged = out.set_index(["qid", "docno"]).loc[inp.set_index(["qid", "docno"]).index]
-    assert (merged["extra"].values == inp["extra"].values).all()
-    for _, group in out.groupby("qid"):
-        assert (group.sort_values("rank")["score"].diff().dropna() < 0).all()
+    check_columns_kept(inp, model(inp))
 
 
 def test_batch_and_row_order_do_not_change_the_ranking(model):
