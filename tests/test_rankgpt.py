@@ -125,6 +125,15 @@ def test_rate_limits_and_server_errors_are_retried_with_exponential_back_off(ser
     assert model.usage["retries"] == 3 and model.usage["requests"] == 1
 
 
+def test_a_lost_connection_is_retried(openai_key):
+    with ChatServer() as gone:
+        url = gone.url
+    model = RankGPT(OpenAIChat("gpt-4o-mini", base_url=url + "/v1"), retries=1, backoff=0)
+    with pytest.raises(ChatCallError, match="after 2 attempt.*APIConnectionError"):
+        model(candidates(3))
+    assert model.usage["retries"] == 1
+
+
 def test_back_off_is_capped_and_follows_retry_after():
     class Limited(Exception):
         def __init__(self, retry_after):
@@ -169,10 +178,15 @@ def test_cache_answers_a_repeated_prompt_without_a_request(server, openai_key, t
     again = openai_rankgpt(server, cache_dir=tmp_path / "cache")  # another process: the answers on disk
     pd.testing.assert_frame_equal(again(candidates(25)), first)
     assert len(server.requests) == 2 and again.usage["requests"] == 0
+    for file in (tmp_path / "cache").glob("*/*.json"):  # a damaged file is asked again and rewritten
+        file.write_text("{not json")
+    again = openai_rankgpt(server, cache_dir=tmp_path / "cache")
+    pd.testing.assert_frame_equal(again(candidates(25)), first)
+    assert len(server.requests) == 4 and all("answer" in f.read_text() for f in (tmp_path / "cache").glob("*/*"))
     uncached = openai_rankgpt(server, cache=False)
     uncached(candidates(25))
     uncached(candidates(25))
-    assert len(server.requests) == 6
+    assert len(server.requests) == 8
 
 
 def test_tokens_sent_and_received_are_the_servers_counts(server, openai_key):

@@ -105,7 +105,6 @@ class OpenAIChat(_APIChat):
         max_tokens: a cap on the answer's length (default: the server's).
         timeout: seconds per request.
     """
-    _key_variable = "OPENAI_API_KEY"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  temperature: float = 0.0, max_tokens: int | None = None, timeout: float = 120.0):
@@ -138,7 +137,6 @@ class AnthropicChat(_APIChat):
         max_tokens: the answer's cap, which this API requires (a 20-passage permutation needs ~120).
         timeout: seconds per request.
     """
-    _key_variable = "ANTHROPIC_API_KEY"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "ANTHROPIC_API_KEY",
                  temperature: float | None = 0.0, max_tokens: int = 1024, timeout: float = 120.0):
