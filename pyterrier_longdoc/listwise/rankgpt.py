@@ -32,8 +32,10 @@ class RankGPT(pt.Transformer):
         max_doc_tokens: each document cut to its first ``max_doc_tokens`` tokens (the paper's
             FirstP variant; RankGPT's own cut is 300 words), or None for whole documents (LongP).
         context_tokens: the model's context; a prompt that would not fit (with the backend's
-            answer cap, or RankGPT's 200 tokens, kept for the answer) gets a smaller per-document budget, as RankGPT shrinks its passages.
-            Default: the backend's own (a local model's), else no limit.
+            answer cap, or RankGPT's 200 tokens, kept for the answer) gets a smaller budget per
+            document, as RankGPT shrinks its passages. Default: the backend's own (a local
+            model's), else no limit. Counted in ``tokenizer``'s units: give an API model's
+            tokenizer (or a margin) when words would undercount.
         tokenizer: a HuggingFace fast tokenizer (or its name) to count tokens with; default: the
             backend's own, else white-space separated words (RankGPT's unit).
         text_field: the column with the document text.
