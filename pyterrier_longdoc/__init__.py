@@ -4,6 +4,7 @@ from ._version import __version__
 from .collection import Collection
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
+from .listwise import RankGPT
 from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
                      ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
                      ParadeTransformerQ, SumP)
@@ -15,6 +16,6 @@ __all__ = [
     "FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP",
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
-    "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
+    "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc", "RankGPT",
     "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]

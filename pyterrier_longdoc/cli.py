@@ -359,12 +359,15 @@ def _run(args) -> int:
         return 0
     if args.command == "models":
         from . import registered_models
+        from .listwise import RankGPT
 
         models = registered_models()
         width = max(map(len, models)) + 2
         for name, cls in models.items():
-            summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
-            print(f"{name:<{width}}{summary}".rstrip())
+            print(f"{name:<{width}}{_summary(cls)}".rstrip())
+        # listwise re-rankers have no weights to train or save, so train --model does not take them
+        print("\nlistwise, in a pipeline only (pyterrier_longdoc.listwise):")
+        print(f"{'RankGPT':<{width}}{_summary(RankGPT)}")
         return 0
     if args.top_k is not None and args.top_k < 1:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
@@ -380,6 +383,10 @@ def _run(args) -> int:
     if args.command == "train":
         return _train(args)
     return _rerank(args)
+
+
+def _summary(cls) -> str:
+    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
 
 
 def _train(args) -> int:
