@@ -4,9 +4,9 @@ from ._version import __version__
 from .collection import Collection
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
-from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
-                     ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
-                     ParadeTransformerQ, SumP)
+from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP,
+                     LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1, ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax,
+                     ParadeSum, ParadeTransformer, ParadeTransformerPretrained, ParadeTransformerQ, SumP)
 from .text import TextLoader
 from .wrap import LongDoc
 
@@ -16,5 +16,6 @@ __all__ = [
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
+    "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
     "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]

@@ -64,10 +64,17 @@ class LongDocModel(nn.Module):
         self.aggregator = aggregator
         self.tokenizer = tokenizer
         self.chunking = chunking
-        self.layout = SpecialLayout.from_tokenizer(tokenizer)
-        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         aggregator.attach(encoder, tokenizer, chunking)
-        self.tokenization = Tokenization(tokenizer)
+        # a head on the last token (decoder-only LMs) reads it at an EOS appended, as RankLLaMA does
+        reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
+        if reads_last and hasattr(encoder.config, "use_cache"):
+            encoder.config.use_cache = False  # scoring never generates: no key/value cache
+        self.layout = SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix,
+                                                   eos=reads_last)
+        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
+        self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
+        self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
+                                   if chunking.query_prefix != chunking.doc_prefix else self.tokenization)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -79,7 +86,7 @@ class LongDocModel(nn.Module):
 
     def replica(self, device) -> "LongDocModel":
         """A copy for inference on ``device``; it shares the tokenizer and its cache."""
-        memo = {id(self.tokenizer): self.tokenizer, id(self.tokenization): self.tokenization}
+        memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization)}
         return copy.deepcopy(self, memo).to(device).eval()
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
@@ -149,7 +156,7 @@ class LongDocModel(nn.Module):
         taking a CPU batch); with several, batches are shared among them in threads.
         """
         with self._stage("tokenize"):
-            query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
+            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
         with self._stage("tokenize"):
             doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
         with self._stage("plan"):
