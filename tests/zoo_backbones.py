@@ -23,6 +23,12 @@ ZOO_SETTINGS = {
     "cedr_drmm": SMALL_DISJOINT,
     "neural_model1": SMALL_DISJOINT,
     "longp": {"max_doc_tokens": 96},
+    # decoder-only LMs (tests/llm_backbones.py)
+    "llm_firstp": {"max_length": 48, "max_query_tokens": 8, "max_doc_tokens": 64},
+    "llm_maxp": SMALL_CHUNKS,
+    "llm_sump": SMALL_CHUNKS,
+    "llm_kmax_avgp": SMALL_CHUNKS,
+    "llm_longp": {"max_doc_tokens": 96},
 }
 
 
@@ -33,6 +39,10 @@ def tiny_backbone_for(name: str, tmp_path) -> tuple[str, dict] | None:
         return None
     tmp_path = Path(tmp_path)
     settings = dict(ZOO_SETTINGS[name])
+    if name.startswith("llm_"):
+        from llm_backbones import write_tiny_lm
+
+        return str(write_tiny_lm(tmp_path / "tiny-llama")), settings
     if name == "longp":
         return str(write_tiny_longformer(tmp_path / "tiny-longformer")), settings
     if name in ("parade_transformer_pretr", "parade_transformer_q"):
