@@ -10,7 +10,7 @@ pytest.importorskip("peft")
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.aggregators.heads import pool
 from llm_backbones import write_tiny_lm
-from zoo_backbones import margin_training
+from zoo_backbones import assert_padding_invariant, margin_training
 
 QUERY, DOC = "what red cat", "the red cat sat on a mat near the river castle in the city"
 
@@ -56,6 +56,11 @@ def test_every_maxp_window_is_the_checkpoints_score_of_template_and_window(lm):
     # the template is the text "Q: what red cat" tokenized as one, as RankLLaMA tokenizes it
     assert windows[0][:len(layout.prefix) + len(query_ids)] == tokenizer("Q: " + QUERY)["input_ids"]
     np.testing.assert_allclose(model.predict([(QUERY, DOC)]), reference_scores(lm, windows).max(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["llm_firstp", "llm_maxp", "llm_longp"])
+def test_padding_never_changes_a_score(lm, name):
+    assert_padding_invariant(pl.model_class(name)(lm, window=None if name != "llm_maxp" else 8, stride=None))
 
 
 def test_last_token_pooling_reads_the_last_real_token_with_left_or_right_padding():
