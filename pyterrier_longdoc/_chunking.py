@@ -52,15 +52,26 @@ class SpecialLayout:
         ``doc_prefix`` after its middle (see :func:`text_encoder` for the space that ends them),
         and with ``eos`` its EOS token at the end (as RankLLaMA appends it), unless it ends so."""
         layout = cls._pair_layout(tokenizer)
-        ids = lambda text: tuple(tokenizer(text.rstrip(), add_special_tokens=False)["input_ids"]) if text else ()  # noqa: E731
         suffix = layout.suffix
         if eos:
             if tokenizer.eos_token_id is None:
                 raise ValueError(f"tokenizer {type(tokenizer).__name__} has no EOS token to end a sequence with")
             if suffix[-1:] != (tokenizer.eos_token_id,):
                 suffix += (tokenizer.eos_token_id,)
-        return cls(layout.prefix + ids(query_prefix), layout.middle + ids(doc_prefix), suffix,
-                   layout.query_type, layout.doc_type)
+        return cls(layout.prefix + _prefix_ids(tokenizer, query_prefix), layout.middle + _prefix_ids(tokenizer, doc_prefix),
+                   suffix, layout.query_type, layout.doc_type)
+
+    @classmethod
+    def single(cls, tokenizer, prefix: str = "") -> "SpecialLayout":
+        """The layout of one text alone (``[CLS] text [SEP]``; a bi-encoder's query or window),
+        with the ids of ``prefix`` before it: the text takes the document's place, after an
+        empty query and middle."""
+        ids = tokenizer("a")["input_ids"]
+        a = tokenizer("a", add_special_tokens=False)["input_ids"]
+        i = _find(ids, a, 0)
+        if i < 0:
+            raise ValueError(f"cannot find the single-text layout of tokenizer {type(tokenizer).__name__}: {ids}")
+        return cls(tuple(ids[:i]) + _prefix_ids(tokenizer, prefix), (), tuple(ids[i + len(a):]), 0, 0)
 
     @classmethod
     def _pair_layout(cls, tokenizer) -> "SpecialLayout":
@@ -81,6 +92,12 @@ def window_starts(n_tokens: int, window: int, stride: int) -> range:
     """Where the windows over ``n_tokens`` start: every ``stride`` tokens, the last one where it
     still adds tokens no earlier window covered (one window for an empty text)."""
     return range(0, max(1, n_tokens - window + stride), stride)
+
+
+def _prefix_ids(tokenizer, prefix: str) -> tuple[int, ...]:
+    """The ids of a prefix without its trailing white space, which goes with the text after it
+    (see :func:`text_encoder`)."""
+    return tuple(tokenizer(prefix.rstrip(), add_special_tokens=False)["input_ids"]) if prefix.strip() else ()
 
 
 def _find(seq: list[int], sub: list[int], start: int) -> int:

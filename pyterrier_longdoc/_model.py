@@ -159,19 +159,32 @@ class LongDocModel(nn.Module):
             query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
         with self._stage("tokenize"):
             doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        features, mask = self.chunk_features(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
+                                             progress=progress, workers=workers or [self._encode_on_device])
+        with self._stage("aggregate"):
+            scores = self.aggregator(features, mask).float()
+        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+
+    def _encode_on_device(self, batch: ChunkBatch):
+        return self.encode(batch.to(self.device))
+
+    def chunk_features(self, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray], chunking: Chunking,
+                       layout: SpecialLayout, *, batch_size: int, progress,
+                       workers: Sequence[Callable[[ChunkBatch], torch.Tensor]]):
+        """The aggregator's chunk features of every (query, chunk) sequence, regrouped per
+        document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
-            plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+            plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
         try:
             make_batches = BATCHINGS[self.batching]
         except KeyError:
             raise ValueError(f"unknown batching {self.batching!r}; use one of {', '.join(BATCHINGS)}") from None
-        batches = make_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        batches = make_batches(plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         if progress is not None:  # the sequences of this group, now that they are known
             progress.total = (progress.total or 0) + len(plan)
             progress.refresh()
-        workers = workers or [lambda batch: self.encode(batch.to(self.device))]
         workers = [self._observed(_owning(worker)) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
@@ -211,9 +224,7 @@ class LongDocModel(nn.Module):
             grouped.append(empty.index_put((doc, position), features))
         mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
         mask[doc, position] = True
-        with self._stage("aggregate"):
-            scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
-        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+        return (grouped[0] if single else tuple(grouped)), mask
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
         """Writes ``model.safetensors``, the tokenizer files and ``config.json`` (last, with the

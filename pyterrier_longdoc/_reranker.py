@@ -94,6 +94,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
     backbone_settings: ClassVar[tuple[str, ...]] = ()  # settings of _prepare_backbone, not of the aggregator
+    engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -188,7 +189,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
         aggregator = cls.aggregator(encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                     **({"head": head} if chunk_head else {}))
-        model = LongDocModel(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        model = cls.engine(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
         cls._prepare_backbone(model, merged)
         merged.update(aggregator.saved_settings())
         head_type = None if not chunk_head else (
@@ -197,7 +198,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
                              base_model=base_model)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
-        elif not (chunk_head and trained_head):
+        elif not (chunk_head and trained_head or cls.aggregator.zero_shot):
             what = "its head" if chunk_head else f"its {cls.__name__} head"
             warnings.warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
                           "To rank without training, start from a trained cross-encoder (a sequence-classification "
