@@ -31,12 +31,14 @@ class BiEncoderModel(LongDocModel):
         # the windows' chunking: max_query_tokens of room that no query takes
         super().__init__(encoder, tokenizer, aggregator,
                          dataclasses.replace(chunking, max_length=chunking.max_length + queries))
-        self.layout = SpecialLayout.single(tokenizer, chunking.doc_prefix)
-        self.chunking.doc_window(self.layout)
         self.query_layout = SpecialLayout.single(tokenizer, chunking.query_prefix)
         # a query is the one window of its own sequence
         self.query_chunking = Chunking(window=queries, max_query_tokens=1, max_doc_tokens=queries, max_chunks=1,
                                        max_length=1 + queries + self.query_layout.n_special)
+
+    @staticmethod
+    def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
+        return SpecialLayout.single(tokenizer, chunking.doc_prefix)
 
     def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""

@@ -69,8 +69,7 @@ class LongDocModel(nn.Module):
         reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
         if reads_last and hasattr(encoder.config, "use_cache"):
             encoder.config.use_cache = False  # scoring never generates: no key/value cache
-        self.layout = SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix,
-                                                   eos=reads_last)
+        self.layout = self.sequence_layout(tokenizer, chunking, eos=reads_last)
         chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
         self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
@@ -79,6 +78,11 @@ class LongDocModel(nn.Module):
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
+
+    @staticmethod
+    def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
+        """Where the special tokens and the prefixes go around a chunk's text."""
+        return SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix, eos=eos)
 
     @property
     def device(self) -> torch.device:

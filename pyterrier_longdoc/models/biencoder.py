@@ -35,7 +35,7 @@ class _BiEncoder(LongDocReranker):
     def _build(cls, source: str, settings: dict, trust_remote_code: bool, verify_weights: bool):
         path = resolve_checkpoint(source)
         if path is None or ModelConfig.read(path) is None:  # a new model: as its folder says, unless told otherwise
-            settings = {**embedder_settings(str(path or source)), **settings}
+            settings = {**embedder_settings(str(path or source), given=settings), **settings}
         return super()._build(source, settings, trust_remote_code, verify_weights)
 
 
