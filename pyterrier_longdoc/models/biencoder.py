@@ -59,7 +59,7 @@ class BiEncoderMaxP(_BiEncoder):
 
 class BiEncoderLongP(_BiEncoder):
     """Bi-encoder LongP: the whole document in one embedding of a long-context embedding model (E5-4K in the
-    positional-bias study), zero-shot; ``max_length=None`` is the model's own maximum."""
+    positional-bias study), zero-shot; by default as long as the model reads (its max_seq_length or position embeddings)."""
 
     name = "biencoder_longp"
     aggregator_args = {"reduce": "first"}
