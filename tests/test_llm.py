@@ -112,6 +112,26 @@ def test_lora_trains_only_the_adapters_and_the_score_head(lm):
     assert changed and changed <= trainable
 
 
+def test_fit_trains_the_adapters_and_the_head_only(lm, tmp_path):
+    import pandas as pd
+
+    topics = pd.DataFrame({"qid": ["q1", "q2"], "query": ["red cat", "blue river"]})
+    candidates = pd.DataFrame([{"qid": q, "query": query, "docno": f"{q}-{k}", "rank": k, "score": -k,
+                                "text": f"the {word} sat on a mat " * 3}
+                               for q, query in topics.itertuples(index=False)
+                               for k, word in enumerate(query.split() + ["dog", "house"])])
+    qrels = candidates.assign(label=candidates["rank"].eq(0).astype(int))[["qid", "docno", "label"]]
+    model = pl.LLMMaxP(lm, window=8, stride=4, max_doc_tokens=32)
+    before = {name: p.detach().clone() for name, p in model.model.named_parameters()}
+    history = model.fit(topics, qrels, candidates=candidates, epochs=2, lr=1e-2, head_lr=1e-2, queries_per_step=2,
+                        checkpoint_dir=tmp_path / "checkpoints")
+    assert len(history) == 2
+    changed = {name for name, p in model.model.named_parameters() if not torch.equal(p, before[name])}
+    assert changed and all("lora_" in name or name.startswith("aggregator.head.") for name in changed)
+    resumed = pl.LLMMaxP.from_pretrained(tmp_path / "checkpoints")  # the latest checkpoint, adapters and all
+    np.testing.assert_array_equal(resumed.predict([(QUERY, DOC)]), model.predict([(QUERY, DOC)]))
+
+
 @pytest.fixture(scope="module")
 def trained(lm):
     model = pl.LLMFirstP(lm, max_length=128)  # the whole of DOC
@@ -155,6 +175,11 @@ def test_merging_keeps_the_scores_and_saves_a_plain_cross_encoder(trained, tmp_p
         np.testing.assert_allclose(float(model(input_ids=torch.tensor([ids])).logits[0, 0]), before, rtol=1e-4)
     with pytest.raises(ValueError, match="no LoRA adapters"):
         trained.merge_lora()
+
+
+def test_a_cross_encoder_is_saved_only_once_the_adapters_are_merged(lm, tmp_path):
+    with pytest.raises(ValueError, match="merge_lora"):
+        pl.LLMFirstP(lm).save_cross_encoder(tmp_path / "cross")
 
 
 def test_bad_lora_settings_are_named(lm):

@@ -70,6 +70,12 @@ class LLMCrossEncoder:
         self.config.settings["lora"] = None
         self._replicas = None
 
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        if has_lora(self.model.encoder):
+            raise ValueError(f"{type(self).__name__} has LoRA adapters: call merge_lora() first, then "
+                             "save_cross_encoder writes the merged sequence classifier (or save_adapter the adapters)")
+        super().save_cross_encoder(path)
+
     def save_adapter(self, path: str | os.PathLike) -> None:
         """Writes the LoRA adapters and the score head in peft's format, as RankLLaMA publishes
         its models: ``peft.PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(base), path)``
