@@ -56,10 +56,10 @@ class BiEncoderModel(LongDocModel):
         which = torch.tensor([distinct[query][0] for query in queries], dtype=torch.long)
         unique = [query_ids[row] for _, row in distinct.values()]
         nothing = np.empty(0, dtype=np.int32)
-        query_vectors, _ = self.chunk_features(
+        query_vectors, _ = self.encode_chunks(
             [nothing] * len(unique), unique, self.query_chunking, self.query_layout, batch_size=batch_size,
             progress=progress, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
-        windows, mask = self.chunk_features([nothing] * len(doc_ids), doc_ids, self.chunking, self.layout,
+        windows, mask = self.encode_chunks([nothing] * len(doc_ids), doc_ids, self.chunking, self.layout,
                                             batch_size=batch_size, progress=progress,
                                             workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):

@@ -163,7 +163,7 @@ class LongDocModel(nn.Module):
             query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
         with self._stage("tokenize"):
             doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
-        features, mask = self.chunk_features(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
+        features, mask = self.encode_chunks(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
                                              progress=progress, workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):
             scores = self.aggregator(features, mask).float()
@@ -172,7 +172,7 @@ class LongDocModel(nn.Module):
     def _encode_on_device(self, batch: ChunkBatch):
         return self.encode(batch.to(self.device))
 
-    def chunk_features(self, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray], chunking: Chunking,
+    def encode_chunks(self, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray], chunking: Chunking,
                        layout: SpecialLayout, *, batch_size: int, progress,
                        workers: Sequence[Callable[[ChunkBatch], torch.Tensor]]):
         """The aggregator's chunk features of every (query, chunk) sequence, regrouped per
