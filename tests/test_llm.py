@@ -185,3 +185,9 @@ def test_a_cross_encoder_is_saved_only_once_the_adapters_are_merged(lm, tmp_path
 def test_bad_lora_settings_are_named(lm):
     with pytest.raises(ValueError, match="unknown LoRA settings.*rank"):
         pl.LLMFirstP(lm, lora={"rank": 4})
+
+
+def test_adapters_train_at_rankllamas_rate_unless_told(lm):
+    assert pl.LLMFirstP(lm).fit_options == {"lr": 1e-4}
+    assert pl.LLMFirstP(lm, fit_options={"lr": 3e-4}).fit_options == {"lr": 3e-4}
+    assert pl.LLMFirstP(lm, lora=None).fit_options == {}

@@ -23,6 +23,7 @@ from .._lora import add_lora, has_lora, lora_settings, merge_lora, save_adapter
 from .longp import LongP
 from .score import FirstP, KMaxAvgP, MaxP, SumP
 
+LORA_LR = 1e-4  # RankLLaMA's learning rate for its LoRA adapters
 LLM_DEFAULTS = {"query_prefix": "query: ", "doc_prefix": "document: ", "lora": {}, "gradient_checkpointing": True}
 
 
@@ -33,14 +34,20 @@ class LLMCrossEncoder:
     ``""`` for none); ``lora``: LoRA adapters added to the LM, a dict of ``r`` (8), ``alpha``
     (64), ``dropout`` (0.1) and ``target_modules`` (``"all-linear"``), RankLLaMA's; ``{}`` for
     those defaults, ``None`` to train every weight; with adapters, ``fit`` trains only them and
-    the score head. ``gradient_checkpointing`` (True): recompute activations in the backward
-    pass rather than keep them (training only). On a CUDA device the default dtype is bf16.
+    the score head, by default at RankLLaMA's ``lr=1e-4`` (``fit_options`` or ``fit(lr=...)``
+    change it). ``gradient_checkpointing`` (True): recompute activations in the backward pass
+    rather than keep them (training only). On a CUDA device the default dtype is bf16.
     Start from a RankLLaMA-style checkpoint: a causal LM's ``*ForSequenceClassification`` folder
     (its score head kept), or a peft adapter folder whose ``adapter_config.json`` names the base
     model (merged into it); a plain LM gets a new score head.
     """
 
     backbone_settings = ("lora", "gradient_checkpointing")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.settings["lora"] is not None:  # adapters learn at RankLLaMA's rate, not full fine-tuning's
+            self.fit_options.setdefault("lr", LORA_LR)
 
     @classmethod
     def _prepare_backbone(cls, model, settings: dict) -> None:
