@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     # --- rows 11, 12: the LLM cross-encoder and the bi-encoder against their libraries ---------------
     import zoo_speed
 
-    results += zoo_speed.llm_rows(frame_b, bs, reps, device, args.llm, Path(tmp.name))
+    results += zoo_speed.llm_rows(frame_b, bs, reps, device, args.llm, Path(tmp.name), quick=args.quick)
     results += zoo_speed.biencoder_rows(path, frame_b, bs, reps, device)
 
     # --- row 8: bf16 autocast and int8 dynamic quantization --------------------------------------

@@ -64,14 +64,15 @@ def _compare(ours, reference, reps: int) -> tuple[float, float]:
     return ratio, float(np.abs(scores["ours"] - scores["reference"]).max())
 
 
-def llm_rows(frame, bs: int, reps: int, device: str, llm: str | None, tmp: Path) -> list:
-    """Row 11: LLMMaxP vs AutoModelForSequenceClassification on the same sequences."""
+def llm_rows(frame, bs: int, reps: int, device: str, llm: str | None, tmp: Path, quick: bool = False) -> list:
+    """Row 11: LLMMaxP vs AutoModelForSequenceClassification on the same sequences (``quick``: a
+    2-layer Llama of width 64)."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
     from pyterrier_longdoc import LLMMaxP
 
-    path = llm or write_small_llama(tmp / "small-llama")
+    path = llm or write_small_llama(tmp / "small-llama", **({"hidden": 64, "layers": 2} if quick else {}))
     ours = LLMMaxP(path, batch_size=bs, device=device, dtype="fp32", lora=None)
     reference = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
     layout = ours.model.layout
