@@ -58,7 +58,8 @@ def main(argv=None) -> int:
     result.update(machine=E.machine(), date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   commit=_commit(), minutes_total=round((time.time() - started) / 60, 2),
                   cpu_minutes=round(E.cpu_minutes() - cpu_started, 2), backbone="all-MiniLM-L6-v2 (packaged)")
-    report = (f"# Bi-encoders zero-shot on FOLDOC FarRelevant\n\n{description}\n\n{E.markdown(result)}\n\n"
+    report = (f"# Bi-encoders zero-shot on FOLDOC FarRelevant\n\n{description} (no training here: the collection's "
+              f"training queries and passage triples go unused)\n\n{E.markdown(result)}\n\n"
               f"Scoring minutes: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in minutes.items())
               + f". Machine: {result['machine']}; {result['date']}; commit {result['commit']}; "
               f"{result['minutes_total']:.1f} min in all ({result['cpu_minutes']:.1f} CPU minutes).\n")
