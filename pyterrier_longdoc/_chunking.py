@@ -58,8 +58,8 @@ class SpecialLayout:
                 raise ValueError(f"tokenizer {type(tokenizer).__name__} has no EOS token to end a sequence with")
             if suffix[-1:] != (tokenizer.eos_token_id,):
                 suffix += (tokenizer.eos_token_id,)
-        return cls(layout.prefix + _prefix_ids(tokenizer, query_prefix), layout.middle + _prefix_ids(tokenizer, doc_prefix),
-                   suffix, layout.query_type, layout.doc_type)
+        return cls(layout.prefix + _prefix_ids(tokenizer, query_prefix),
+                   layout.middle + _prefix_ids(tokenizer, doc_prefix), suffix, layout.query_type, layout.doc_type)
 
     @classmethod
     def single(cls, tokenizer, prefix: str = "") -> "SpecialLayout":

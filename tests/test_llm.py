@@ -73,6 +73,19 @@ def test_last_token_pooling_reads_the_last_real_token_with_left_or_right_padding
     assert pool(Output, left, "last").flatten().tolist() == [3.0, 7.0]
 
 
+def test_a_prefix_the_tokenizer_joins_with_the_text_leaves_the_text_alone(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc._chunking import Tokenization
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    ids = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    spaced, joined = Tokenization(tokenizer, prefix="cat "), Tokenization(tokenizer, prefix="ca")
+    assert spaced(["dog river"], 10)[0][0].tolist() == ids("dog river")
+    assert ids("cat")[:2] != ids("ca")  # "ca" + "t" is the one token "cat": the prefix's tokens are gone
+    assert joined(["t river"], 10)[0][0].tolist() == ids("t river")
+
+
 def test_an_encoder_is_refused_with_the_model_to_use(tiny_bert):
     with pytest.raises(ValueError, match="decoder-only.*use MaxP"):
         pl.LLMMaxP(tiny_bert)
