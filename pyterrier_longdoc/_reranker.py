@@ -96,6 +96,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
+    backbone_settings: ClassVar[tuple[str, ...]] = ()  # settings of _prepare_backbone, not of the aggregator
+    engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -191,10 +193,11 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
         if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
             chunk_settings["max_length"] = encoder_max_length(encoder, tokenizer)
-        head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS}
+        head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
         aggregator = cls.aggregator(encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                     **({"head": head} if chunk_head else {}))
-        model = LongDocModel(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        model = cls.engine(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        cls._prepare_backbone(model, merged)
         merged.update(aggregator.saved_settings())
         head_type = None if not chunk_head else (
             "sequence_classification" if isinstance(aggregator.head, ClassifierHead) else "linear")
@@ -202,9 +205,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
                              base_model=base_model)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
-        else:
+        elif not cls.aggregator.zero_shot:
             _warn_untrained(cls.__name__, source, aggregator, chunk_head, trained_head)
         return config, model
+
+    @classmethod
+    def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
+        """Called once the model is assembled, before saved weights are loaded: changes to the
+        encoder that its ``backbone_settings`` ask for (e.g. LoRA adapters); may complete them."""
 
     @classmethod
     def _settings(cls, settings: dict) -> dict:
