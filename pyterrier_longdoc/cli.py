@@ -275,7 +275,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__
+        from ._version import __version__
 
         print(f"pyterrier-longdoc {__version__}")
         parser.exit()
@@ -358,7 +358,8 @@ def _run(args) -> int:
             run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         return 0
     if args.command == "models":
-        from . import registered_models
+        from . import models  # noqa: F401 - the model classes register themselves
+        from ._registry import registered_models
         from .listwise import RankGPT
 
         models = registered_models()
