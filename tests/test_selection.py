@@ -118,6 +118,10 @@ def test_fit_trains_on_what_valid_fraction_leaves(tiny_bert):
         trainer_module.sample_epoch = original
     _, held_out = split_validation(topics, qrels, 0.25, seed=3)
     assert seen == set(topics["qid"]) - set(held_out["qid"])
+    scored = []
+    model.transform = lambda frame: scored.append(set(frame["qid"])) or type(model).transform(model, frame)
+    model.fit(topics, qrels, candidates, **FAST, valid_fraction=0.25, seed=3, **VALID)
+    assert scored and all(qids == set(held_out["qid"]) for qids in scored)  # validation scores its own queries only
     assert len(trainer_sampled) == 2  # 6 training queries, 4 per step
     assert history.attrs["selection"]["start"] is not None
     with pytest.raises(ValueError, match="cannot be combined"):

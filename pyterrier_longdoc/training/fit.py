@@ -180,6 +180,8 @@ def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
     topics = checked_topics(topics, "valid_topics", context)
     qrels = checked_qrels(qrels, "valid_qrels")
     frame = require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates", ["qid", "docno"])
+    # only the validation topics' candidates: the same frame often holds the training queries' too
+    frame = frame[frame["qid"].astype(str).isin(set(topics["qid"].astype(str)))].reset_index(drop=True)
     valid_context = Named(f"{context!r} valid_candidates")
     field = reranker.text_field
     if field not in frame.columns:
