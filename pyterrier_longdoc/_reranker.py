@@ -7,7 +7,6 @@ for the models that score chunks), or a plain encoder (a new head, with a warnin
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -23,11 +22,13 @@ from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, mod
 from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
+from ._pairs import PairScoring
+from ._parameters import CHUNKING_SETTINGS, Parameters
 from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
 from .aggregators.base import Aggregator
+from ._warn import warn
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
-CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
 _REGISTRY: dict[str, type["LongDocReranker"]] = {}
 # documents scored per call of the engine: bounds memory for frames of any size
 _GROUP_SIZE = 2048
@@ -49,7 +50,7 @@ def registered_models() -> dict[str, type["LongDocReranker"]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-class LongDocReranker(pt.Estimator, pt.Artifact):
+class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -77,7 +78,9 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             layers, CPU inference only (training stays fp32); it costs ranking quality: 1.46-1.72x
             faster, but Kendall tau 0.467-0.600 vs fp32 (down to 0.067 for a query) on that model
             (``benchmarks/run.py`` row 8).
-        verbose: show a progress bar.
+        verbose: show a progress bar (counted in documents).
+        warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
+            warns for every model but FirstP, whose definition is to read the start only.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
             for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
@@ -89,7 +92,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             defaults or the saved checkpoint.
     """
 
+    ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
+    ARTIFACT_FORMAT: ClassVar[str] = "pyterrier_longdoc"
     name: ClassVar[str | None] = None
+    crops: ClassVar[bool] = False  # True: reading only the start is the model's definition (FirstP)
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
@@ -104,13 +110,13 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
-                 verbose: bool = False, trust_remote_code: bool = False, verify_weights: bool = True,
-                 fit_options: dict | None = None, **settings):
+                 verbose: bool = False, warn_cropping: bool | None = None, trust_remote_code: bool = False,
+                 verify_weights: bool = True, fit_options: dict | None = None, **settings):
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
         folder = _saved_folder(str(model_name_or_path))
-        self._runtime(Runtime(batch_size, text_field, device, dtype, verbose), fit_options)
+        self._runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping), fit_options)
         self._source = (str(model_name_or_path), {**settings, **({"trust_remote_code": True} if trust_remote_code
                                                                  else {})})
         config, model = self._build(folder, settings, trust_remote_code, verify_weights)
@@ -152,6 +158,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
     text_field = property(lambda self: self.runtime.text_field, lambda self, v: setattr(self.runtime, "text_field", v))
     verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
+    warn_cropping = property(lambda self: self.runtime.warn_cropping,
+                             lambda self, v: setattr(self.runtime, "warn_cropping", v))
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -197,10 +205,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
         elif not (chunk_head and trained_head):
             what = "its head" if chunk_head else f"its {cls.__name__} head"
-            warnings.warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
-                          "To rank without training, start from a trained cross-encoder (a sequence-classification "
-                          "checkpoint, e.g. a folder saved by sentence_transformers.CrossEncoder) instead.",
-                          UntrainedHeadWarning, stacklevel=3)
+            warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
+                 "To rank without training, start from a trained cross-encoder (a sequence-classification "
+                 "checkpoint, e.g. a folder saved by sentence_transformers.CrossEncoder) instead.",
+                 UntrainedHeadWarning)
         return config, model
 
     @classmethod
@@ -333,7 +341,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         workers = self._inference_workers()
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
-        progress = pt.tqdm(total=None, desc=type(self).__name__, unit="seq", disable=not self.verbose or not texts)
+        progress = pt.tqdm(total=len(texts), desc=type(self).__name__, unit="doc", disable=not self.verbose or not texts)
         with torch.inference_mode(), progress:
             for start in range(0, len(texts), _GROUP_SIZE):
                 end = start + _GROUP_SIZE
@@ -386,13 +394,13 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         # say what was cut, once per call, rather than dropping it silently
         chunking = self.model.chunking
         parts = []
-        if docs:
+        if docs and (self.runtime.warn_cropping if self.runtime.warn_cropping is not None else not self.crops):
             parts.append(f"{docs} of {total} documents are longer than the "
                          f"{chunking.tokens_read(self.model.layout)} tokens it reads and were cropped")
         if queries:
             parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
         if parts:
-            warnings.warn(f"{type(self).__name__}: " + "; ".join(parts), stacklevel=3)
+            warn(f"{type(self).__name__}: " + "; ".join(parts))
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
@@ -402,30 +410,6 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         self._check_finite(scores, lambda i: row_label(inp, i, scores[i]))
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
-
-    def predict(self, pairs) -> np.ndarray:
-        """Scores of ``(query, document)`` pairs given as a list of tuples (as
-        ``CrossEncoder.predict`` takes them), or of one pair."""
-        if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(p, str) for p in pairs):
-            return self.predict([pairs])
-        pairs = list(pairs)
-        bad = [i for i, p in enumerate(pairs) if not (isinstance(p, (tuple, list)) and len(p) == 2
-                                                      and all(isinstance(x, str) for x in p))]
-        if bad:
-            raise TypeError(f"predict takes (query, document) pairs of strings; pair {bad[0]} is {pairs[bad[0]]!r}")
-        frame = pd.DataFrame(pairs, columns=["query", "text"])
-        texts = column_texts(frame, "text", self)
-        return self.score_texts(column_texts(frame, "query", self), texts) if pairs else np.empty(0)
-
-    def rank(self, query: str, documents: list[str], top_k: int | None = None,
-             return_documents: bool = False) -> list[dict]:
-        """The documents ordered by score, as ``CrossEncoder.rank`` gives them: dicts with
-        ``corpus_id`` (the position in ``documents``), ``score`` and, with
-        ``return_documents``, ``text``; the ``top_k`` best only, when given."""
-        scores = self.predict([(query, d) for d in documents])
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        return [{"corpus_id": int(i), "score": float(scores[i]), **({"text": documents[i]} if return_documents else {})}
-                for i in order]
 
     def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
             candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
