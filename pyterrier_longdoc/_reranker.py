@@ -38,8 +38,17 @@ class UntrainedHeadWarning(UserWarning):
     """A model was built with a new head: its scores are random until it is trained."""
 
 
+def _register_models() -> None:
+    """The model classes register themselves when ``models`` loads; a caller that loaded only the
+    engine (PyTerrier's artifact entry point, the command line) gets them here."""
+    import importlib
+
+    importlib.import_module(f"{__package__}.models")
+
+
 def model_class(name: str) -> type["LongDocReranker"]:
     """The model class registered under a short name such as ``"parade_attn"``."""
+    _register_models()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -47,6 +56,7 @@ def model_class(name: str) -> type["LongDocReranker"]:
 
 
 def registered_models() -> dict[str, type["LongDocReranker"]]:
+    _register_models()
     return dict(sorted(_REGISTRY.items()))
 
 
@@ -113,6 +123,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
                  verbose: bool = False, warn_cropping: bool | None = None, trust_remote_code: bool = False,
                  verify_weights: bool = True, fit_options: dict | None = None, **settings):
         if self.name is None:
+            _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
         folder = _saved_folder(str(model_name_or_path))
@@ -227,6 +238,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         its latest checkpoint.
         """
         if cls.name is None:
+            _register_models()
             path = resolve_checkpoint(_saved_folder(str(model_name_or_path)))
             config = ModelConfig.read(path) if path is not None else None
             if config is None:

@@ -82,6 +82,31 @@ def test_version_and_models(capsys):
     assert names == list(pyterrier_longdoc.registered_models())
 
 
+def test_rerank_starts_a_zero_shot_model_from_a_cross_encoder(trec_files, tmp_path):
+    from cross_encoders import write_cross_encoder
+
+    cross_encoder = write_cross_encoder(tmp_path / "ce")
+    out = tmp_path / "maxp.run"
+    assert main(["rerank", "--model", "maxp", "--backbone", str(cross_encoder), *common(trec_files), *TINY,
+                 "--output", str(out)]) == 0
+    run = pt.io.read_results(str(out))
+    frame = read_documents(trec_files["docs"])(run.merge(read_topics(trec_files["topics"]), on="qid"))
+    expected = pyterrier_longdoc.MaxP(str(cross_encoder), window=12, stride=6, max_length=48,
+                                      max_query_tokens=8).score_texts(frame["query"].tolist(), frame["text"].tolist())
+    assert run["score"].tolist() == pytest.approx(expected.tolist(), abs=1e-5)
+    assert main(["rerank", "--model", "maxq", "--backbone", str(cross_encoder), *common(trec_files),
+                 "--output", str(out)]) == 2
+
+
+def test_help_is_plain_text(capsys):
+    for argv in (["--help"], ["rerank", "--help"], ["train", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "--topics" in text or "rerank" in text
+        assert "``" not in text and ":class:" not in text
+
+
 def test_rerank_a_lucene_index_and_pyserini_jsonl(trained, tmp_path):
     from lucene_standin import TOPICS, build_index
 

@@ -1,0 +1,12 @@
+"""The package's public names, imported on first use by ``pyterrier_longdoc.__getattr__`` (they
+load torch, transformers and PyTerrier; the command line's ``--help`` and ``--version`` do not)."""
+from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
+from ._version import __version__
+from .collection import Collection
+from .datasets import LongDocCollection, load_collection
+from .evaluation import multi_seed_experiment
+from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
+                     ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
+                     ParadeTransformerQ, SumP)
+from .text import TextLoader
+from .wrap import LongDoc
