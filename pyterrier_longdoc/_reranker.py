@@ -159,6 +159,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         self.fit_options = dict(fit_options or {})
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
+        self.training_options: dict | None = None
 
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
@@ -453,7 +454,9 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         elif valid_candidates is not None:
             options["valid_candidates"] = valid_candidates
         self.history = fit(self, topics, qrels_tr, candidates, **options)
-        self.training_data = {"topics": len(topics), "qrels": len(qrels_tr)}
+        self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
+        self.training_options = {k: v for k, v in options.items()  # the model card's hyperparameters
+                                 if isinstance(v, (int, float, str, bool)) and k != "checkpoint_dir"}
         return self.history
 
 

@@ -12,7 +12,7 @@ import torch
 
 import pyterrier_longdoc as pl
 from cross_encoders import write_cross_encoder
-from test_training import new_model, toy_task
+from test_training import FAST, new_model, toy_task
 
 QUERIES = ["castle river", "red dog", "what is music"]
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer"]
@@ -186,3 +186,27 @@ def test_firstp_crops_by_definition_so_it_warns_only_when_asked(cross_encoder):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", "MaxP: .*documents are longer")
         maxp(frame)
+
+
+def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
+    from pyterrier_longdoc._card import model_card
+
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)  # window 12, stride 6: not the class's documented 150/100
+    untrained = model_card(model)
+    assert "base_model" not in untrained.split("---")[1] and "**Base model:** a local folder" in untrained
+    assert "Not trained by `fit`" in untrained and "## Evaluation" not in untrained
+    assert "150" not in untrained and "| `window` | `12` |" in untrained
+    for setting in model.settings:
+        assert untrained.count(f"`{setting}`") == 1, setting
+    model.fit(topics, qrels, candidates, **FAST, epochs=1, valid_topics=topics, valid_qrels=qrels,
+              valid_candidates=candidates, valid_metric="RR@10")
+    model.config.base_model = "cross-encoder/ms-marco-MiniLM-L-6-v2"  # as if started from the hub
+    card = model_card(model)
+    front = card.split("---")[1]
+    assert "base_model: cross-encoder/ms-marco-MiniLM-L-6-v2" in front and "metrics: [RR@10]" in front
+    assert "# MaxP based on cross-encoder/ms-marco-MiniLM-L-6-v2" in card
+    assert "2 optimiser steps over 1 epoch;" in card and "- 8 topics\n- 32 judgements" in card
+    assert "- `lr`: 0.003" in card and "checkpoint_dir" not in card
+    best = model.history["RR@10"].max()
+    assert f"| RR@10 | {model.history['RR@10'].dropna().iloc[-1]:.4f} | {best:.4f} |" in card
