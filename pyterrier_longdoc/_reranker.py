@@ -253,6 +253,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         from ._card import artifact_metadata, model_card
 
         path = Path(path)
+        self.settle_parameters()
         self.model.save_pretrained(path, self.config)
         (path / "README.md").write_text(model_card(self))
         (path / "pt_meta.json").write_text(artifact_metadata(self))
@@ -326,6 +327,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         tokens of the text without special tokens (end exclusive), after every cap."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        self.settle_parameters()
         return self.model.chunk_spans(text)
 
     def autocast(self):
@@ -335,6 +337,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
 
     def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
         """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
+        self.settle_parameters()
         with self.autocast():
             return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
 

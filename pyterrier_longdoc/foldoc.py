@@ -112,17 +112,18 @@ def foldoc_task(path: str | Path = DEFAULT_PATH, *, vocabulary=None, known_only:
                 max_queries: int | None = None, seed: int = 0, hide_term: bool = True) -> FoldocTask:
     """Definitional queries over FOLDOC (see the module doc for the design).
 
-    vocabulary: the words a term must be a whole token of (a tokenizer, a path to one, or a set of
-        words); default: the packaged MiniLM's (BERT uncased) vocabulary.
-    min_words / max_words: a queried term's definition must have at least ``min_words`` words
-        left after the term is removed; every passage is cut to its first ``max_words`` words
-        (at a sentence end when there is one in the second half).
-    max_queries: a random sample of the eligible terms (by ``seed``); queries keep FOLDOC's order.
-    hide_term: replace the term by "this" in its own definition (the default, a test of what the
-        model knows: a definition often never names its term). ``False`` gives every passage as a
-        dictionary prints it, headword first (``"compiler: A program that translates..."``): a
-        known-item task in which the entry must be told from entries that only mention the term.
-        The same queries are eligible either way.
+    Args:
+        vocabulary: the words a term must be a whole token of (a tokenizer, a path to one, or a set of
+            words); default: the packaged MiniLM's (BERT uncased) vocabulary.
+        min_words / max_words: a queried term's definition must have at least ``min_words`` words
+            left after the term is removed; every passage is cut to its first ``max_words`` words
+            (at a sentence end when there is one in the second half).
+        max_queries: a random sample of the eligible terms (by ``seed``); queries keep FOLDOC's order.
+        hide_term: replace the term by "this" in its own definition (the default, a test of what the
+            model knows: a definition often never names its term). ``False`` gives every passage as a
+            dictionary prints it, headword first (``"compiler: A program that translates..."``): a
+            known-item task in which the entry must be told from entries that only mention the term.
+            The same queries are eligible either way.
     """
     entries = foldoc_entries(path)
     words = _vocabulary(vocabulary)

@@ -123,14 +123,22 @@ def test_grid_search_tunes_chunking_settings(tiny_bert):
 
 
 def test_parameters_are_checked_and_runtime_options_are_parameters(tiny_bert):
-    model = new_model(tiny_bert)
-    with pytest.raises(ValueError, match="stride .* > window"):
-        model.set_parameter("stride", 100)
+    model = new_model(tiny_bert)  # window 12, stride 6
+    model.set_parameter("window", 4)  # stride 6 > window 4 for now: GridSearch sets one at a time
+    assert model.get_parameter("window") == 4
+    model.set_parameter("stride", 2)
+    assert model.chunk_spans("the cat " * 4)[:2] == [(0, 4), (2, 6)]
+    model.set_parameter("stride", 100)
+    with pytest.raises(ValueError, match=r"set_parameter \(stride=100\) do not work together: stride .* > window"):
+        model.predict(("q", "d"))
+    model.set_parameter("stride", 4)
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        model.set_parameter("window", 0)
     with pytest.raises(ValueError, match="no parameter 'windw'.*window"):
         model.set_parameter("windw", 10)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         model.set_parameter("batch_size", 0)
-    assert model.get_parameter("stride") == 6 and model.get_parameter("batch_size") == 16
+    assert model.get_parameter("stride") == 4 and model.get_parameter("batch_size") == 16
     model.set_parameter("batch_size", 4)
     assert model.batch_size == 4
     cedr = new_model(tiny_bert, pl.CedrPacrr)
