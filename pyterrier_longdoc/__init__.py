@@ -13,12 +13,18 @@ __all__ = [
 
 def __getattr__(name: str):
     # the public names load on first use (see _public.py), so `pyterrier-longdoc --help` starts fast
-    if name in __all__:
-        from . import _public
+    import importlib
 
-        globals().update({n: getattr(_public, n) for n in __all__ if n != "__version__"})
+    if name in __all__:
+        public = importlib.import_module("._public", __name__)
+        globals().update({n: getattr(public, n) for n in __all__ if n != "__version__"})
         return globals()[name]
-    raise AttributeError(f"module 'pyterrier_longdoc' has no attribute {name!r}")
+    try:  # a submodule, as `pyterrier_longdoc.training` after `import pyterrier_longdoc`
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():

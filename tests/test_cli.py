@@ -98,6 +98,24 @@ def test_rerank_starts_a_zero_shot_model_from_a_cross_encoder(trec_files, tmp_pa
                  "--output", str(out)]) == 2
 
 
+def test_help_and_version_load_neither_torch_nor_pandas():
+    """They answer before the library loads (the start-up time is measured, not tested)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pyterrier_longdoc.cli import main\n"
+            "for argv in (['--version'], ['--help'], ['rerank', '--help']):\n"
+            "    try: main(argv)\n"
+            "    except SystemExit: pass\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'pyterrier', 'transformers') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-1] == "[]"
+    loaded = subprocess.run([sys.executable, "-c", "import pyterrier_longdoc as pl, sys; pl.training; pl.MaxP; "
+                             "print('torch' in sys.modules, pl.text.TextLoader is pl.TextLoader)"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["True", "True"]
+
+
 def test_help_is_plain_text(capsys):
     for argv in (["--help"], ["rerank", "--help"], ["train", "--help"]):
         with pytest.raises(SystemExit):

@@ -52,12 +52,13 @@ def test_the_site_builds_strictly_and_its_internal_links_resolve(tmp_path):
     for name in ("guide/starting", "guide/unusual-input", "api", "results/benchmarks", "results/effectiveness",
                  "tutorials/notebooks/01_quickstart"):
         assert (out / f"{name}.html").exists(), name
-    broken, anchors = [], {}
+    broken, anchors, checked = [], {}, 0
     for page in pages:
         for link in parsed(page).links:
             parts = urlsplit(link)
             if parts.scheme or parts.netloc or link.startswith("mailto:"):
                 continue
+            checked += 1
             target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
             if not target.exists():
                 broken.append(f"{page.relative_to(out)} -> {link}")
@@ -65,7 +66,7 @@ def test_the_site_builds_strictly_and_its_internal_links_resolve(tmp_path):
                 ids = anchors.setdefault(target, parsed(target).ids)
                 if parts.fragment not in ids:
                     broken.append(f"{page.relative_to(out)} -> {link} (no such anchor)")
-    assert not broken, broken[:20]
+    assert checked > 100 and not broken, broken[:20]
     api = (out / "api.html").read_text()
     assert "Scores of <code" in api or "predict" in api  # the docstrings made it in
     assert "sentence-transformers" in (out / "guide" / "starting.html").read_text()
