@@ -25,6 +25,7 @@ from pyterrier.measures import RR, nDCG
 from . import FirstP, MaxP, ParadeAttn
 from ._runtime import native_bf16_cpu
 from .synthetic import make_collection
+from .training import TrainingArguments
 
 MODELS = (FirstP, MaxP, ParadeAttn)
 # The papers' recipe at CPU scale. 1. The passage stage: the packaged MiniLM becomes a passage
@@ -33,7 +34,10 @@ MODELS = (FirstP, MaxP, ParadeAttn)
 # steps at the papers' 1e-5 to 3e-5 learn nothing). 2. The document stage: every model starts
 # from that cross-encoder and is fine-tuned end to end, one epoch.
 PASSAGE_STAGE = dict(steps=40, lr=1e-4, batch_size=8, loss="margin", max_length=128)
-TRAINING = dict(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=4, seed=42)
+# the demo's document stage (8 steps of 4 queries): 32 training queries leave too few to hold out
+# for validation, so it trains without model selection
+TRAINING = TrainingArguments(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, queries_per_step=4, negatives=1, top_k=4,
+                             seed=42)
 # Sized for 15 minutes on 2 CPU cores: 32 training and 100 test queries (50 near, 50 far), four
 # documents each (the answer and three hard negatives) of 590-640 words (670-730 tokens) whose far
 # answers start after word 530; MaxP and PARADE read disjoint 240-token windows (the papers'
@@ -145,9 +149,9 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     runs = {"BM25": bm25(test.topics[["qid", "query"]])}
     candidate_lists = (bm25 % candidates)(test.topics[["qid", "query"]])  # what the models re-rank
     for cls in MODELS:
-        torch.manual_seed(TRAINING["seed"])  # a fresh head is drawn at construction
+        torch.manual_seed(TRAINING.seed)  # a fresh head is drawn at construction
         model = cls(warm_start, dtype=dtype, batch_size=16, verbose=True, **({} if cls is FirstP else WINDOWS))
-        model.fit(train.topics, train.qrels, first_stage, **TRAINING)
+        model.fit(train.topics, train.qrels, first_stage, args=TRAINING)
         model.save_pretrained(output / cls.name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # the cropping report: FirstP crops by design
@@ -260,7 +264,7 @@ def run_seeds(output: str | Path = "demo-output", *, seeds: int = 3, quick: bool
                                                   quick)
             torch.manual_seed(seed)  # the new head's weights are drawn when the model is built, before fit
             model = cls(warm_starts[seed], dtype=dtype, batch_size=16, **({} if cls is FirstP else WINDOWS))
-            model.fit(train.topics, train.qrels, first_stage, **{**TRAINING, "seed": seed})
+            model.fit(train.topics, train.qrels, first_stage, args=TRAINING.replace(seed=seed))
             return first_stage >> model
         return for_seed
 

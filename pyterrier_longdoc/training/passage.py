@@ -73,7 +73,8 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
         bf16: mixed precision; default on CPUs with native bf16 and on CUDA GPUs that have it.
 
     Returns the path of the saved folder (``output_dir``), loadable with
-    ``sentence_transformers.CrossEncoder``.
+    ``sentence_transformers.CrossEncoder``; its ``training_log.json`` holds the number of steps
+    and the first and last logged loss.
     """
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
@@ -111,14 +112,19 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
         per_device_train_batch_size=batch_size, learning_rate=lr, warmup_steps=int(warmup * total_steps),
         weight_decay=0.0,
         seed=seed, data_seed=seed, bf16=bool(bf16), save_strategy="no", report_to="none",
-        logging_strategy="steps" if verbose else "no", logging_steps=max(1, total_steps // 10),
+        logging_strategy="steps", logging_steps=max(1, total_steps // 10),
         disable_tqdm=not verbose, dataloader_drop_last=False,
         use_cpu=_device() == "cpu")
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
+    if not verbose:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # the loss is logged for training_log.json, not printed
     trainer.train()
     output_dir = Path(output_dir)
     model.save_pretrained(str(output_dir))
+    _write_training_log(output_dir, trainer.state)
     _remove_trainer_dir(output_dir / "trainer")
     return str(output_dir)
 
@@ -291,6 +297,16 @@ def _native_bf16() -> bool:
     from .._runtime import native_bf16_cpu
 
     return native_bf16_cpu()
+
+
+def _write_training_log(output_dir: Path, state) -> None:
+    """``training_log.json`` beside the model: steps, and the first and last logged loss."""
+    import json
+
+    losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
+    log = {"steps": state.global_step, "loss_first": losses[0] if losses else None,
+           "loss_last": losses[-1] if losses else None}
+    (output_dir / "training_log.json").write_text(json.dumps(log))
 
 
 def _remove_trainer_dir(path: Path) -> None:

@@ -229,3 +229,20 @@ def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: st
         warnings.warn(f"{skipped} of {len(topics)} training queries have no judged-relevant document or no "
                       "negative among their candidates and were skipped", stacklevel=3)
     return TrainingData(topics, qrels, frame, usable, text_lookup(frame, text_field, text))
+
+
+def split_validation(topics: pd.DataFrame, qrels: pd.DataFrame, fraction: float,
+                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training topics, validation topics): ``fraction`` of the topics that have a judged-relevant
+    document (at least one), drawn by ``seed`` whatever the topics' order; the rest train."""
+    qids = topics["qid"].astype(str)
+    judged = set(qrels.loc[numeric_column(qrels, "label", "qrels") > 0, "qid"].astype(str))
+    eligible = sorted(set(qids) & judged)
+    count = max(1, int(round(fraction * len(eligible))))
+    if len(eligible) - count < 1:
+        raise ValueError(f"valid_fraction={fraction} leaves no training query: {len(eligible)} topics have a "
+                         "judged-relevant document")
+    order = np.random.default_rng([seed, len(eligible)]).permutation(len(eligible))
+    held_out = {eligible[i] for i in order[:count]}
+    mask = qids.isin(held_out).to_numpy()
+    return topics[~mask].reset_index(drop=True), topics[mask].reset_index(drop=True)

@@ -1,0 +1,155 @@
+"""TrainingArguments: every setting of document-level training, typed and checked in one place.
+
+In the spirit of transformers' ``TrainingArguments`` and sentence-transformers'
+``CrossEncoderTrainingArguments``: ``fit``, a model's ``fit_options``, ``fit_best``, the command
+line and the demo all build one, so a setting has one name, one default and one check. The
+fields marked ``identity`` define a checkpoint's identity: resuming with another value is refused.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names"]
+
+# fit's keyword arguments that are data or callables, not settings (they are never saved)
+DATA_OPTIONS = ("text", "valid_topics", "valid_qrels", "valid_candidates", "callback")
+
+
+def _identity(default, *, since: str | None = None, **kwargs):
+    """A field that is part of a checkpoint's identity. ``since``: the version that added it; a
+    checkpoint of an older version records no value, so the field is left out of the identity
+    while it has its default (those checkpoints stay resumable)."""
+    return field(default=default, metadata={"identity": True, "since": since}, **kwargs)
+
+
+@dataclass
+class TrainingArguments:
+    """Settings of ``fit`` (see :func:`pyterrier_longdoc.training.fit` for what each does).
+
+    Defaults follow the papers (PARADE; Boytsov et al.): one positive and one hard negative from
+    the ``top_k`` candidates per query, the pairwise margin loss, AdamW at ``lr`` 1e-5 for the
+    encoder (the papers use 1e-5 to 3e-5; 1e-4, a passage-stage rate at CPU scale, collapsed a
+    trained FirstP to a random order) and ``head_lr`` 1e-4 for the rest, weight decay 1e-7,
+    linear warm-up over the first 20% of steps, 16 queries per optimiser step, one epoch.
+
+    Validation and model selection (as transformers' ``load_best_model_at_end``): with
+    validation data, given to ``fit`` or carved from the training queries by ``valid_fraction``,
+    the starting model is evaluated, then every ``eval_every`` steps and after every epoch; at
+    the end the best model by ``valid_metric`` is restored (the start included, so training never
+    ends below its start on validation), and ``patience`` evaluations without improvement stop
+    training early.
+    """
+
+    epochs: int = _identity(1)
+    loss: Any = _identity("margin")
+    negatives: int = _identity(1)
+    top_k: int = _identity(100)
+    lr: float = _identity(1e-5)
+    head_lr: float = _identity(1e-4)
+    weight_decay: float = _identity(1e-7)
+    warmup: float = _identity(0.2)
+    queries_per_step: int = _identity(16)
+    queries_per_forward: int = field(default=4)  # memory only: the same gradients in any size
+    seed: int = _identity(42)
+    max_grad_norm: float | None = _identity(None, since="0.2")
+    valid_metric: str = _identity("nDCG@10", since="0.3")
+    valid_fraction: float = _identity(0.0, since="0.3")
+    eval_every: int | None = _identity(None, since="0.3")
+    patience: int | None = _identity(None, since="0.3")
+    load_best_model_at_end: bool = _identity(True, since="0.3")
+    checkpoint_dir: Any = None
+    checkpoint_every: int | None = None
+    save_total_limit: int = 2
+    restart: bool = False
+
+    def __post_init__(self):
+        for name in ("epochs", "negatives", "top_k", "queries_per_step", "queries_per_forward", "save_total_limit"):
+            _positive_int(name, getattr(self, name))
+        for name in ("eval_every", "patience", "checkpoint_every"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name), "or None")
+        _integer("seed", self.seed)
+        for name in ("lr", "head_lr"):
+            _number(name, getattr(self, name), low=0.0, low_open=True)
+        _number("weight_decay", self.weight_decay, low=0.0)
+        if not _is_number(self.warmup) or not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {self.warmup!r}")
+        if not _is_number(self.valid_fraction) or not 0 <= self.valid_fraction < 1:
+            raise ValueError(f"valid_fraction is a fraction of the training queries in [0, 1), got "
+                             f"{self.valid_fraction!r}")
+        if self.max_grad_norm is not None and (not _is_number(self.max_grad_norm) or self.max_grad_norm <= 0):
+            raise ValueError(f"max_grad_norm must be a positive number or None (no clipping), got {self.max_grad_norm!r}")
+        for name in ("load_best_model_at_end", "restart"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.valid_metric, str):
+            raise ValueError(f"valid_metric must be an ir_measures name such as 'nDCG@10', got {self.valid_metric!r}")
+        from .losses import make_loss
+
+        make_loss(self.loss)  # an unknown loss fails here, not at the first step
+
+    @classmethod
+    def from_options(cls, options: dict | None = None, **overrides) -> "TrainingArguments":
+        """Arguments from a dict of options (e.g. a model's ``fit_options``), refusing unknown names."""
+        options = {**(options or {}), **overrides}
+        check_option_names(options, data=False)
+        return cls(**options)
+
+    def replace(self, **changes) -> "TrainingArguments":
+        check_option_names(changes, data=False)
+        return dataclasses.replace(self, **changes)
+
+    def identity(self) -> dict:
+        """The settings a checkpoint records: resuming with other values is refused."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if not f.metadata.get("identity"):
+                continue
+            value = getattr(self, f.name)
+            if f.metadata.get("since") and value == f.default:
+                continue  # not recorded by older versions while at its default
+            out[f.name] = str(value) if f.name == "loss" else value
+        return out
+
+    @property
+    def selects(self) -> bool:
+        """Whether validation picks the model training ends with."""
+        return self.load_best_model_at_end
+
+
+def option_names() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(TrainingArguments))
+
+
+def check_option_names(options: dict, *, data: bool = True) -> None:
+    """A ValueError naming every unknown option and listing the valid ones (``data``: also
+    ``fit``'s data arguments such as ``text`` and ``valid_topics``)."""
+    valid = option_names() + (DATA_OPTIONS if data else ())
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown training option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"valid options: {', '.join(sorted(valid))}")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(name: str, value) -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+
+
+def _positive_int(name: str, value, extra: str = "") -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{' ' + extra if extra else ''}, got {value!r}")
+
+
+def _number(name: str, value, *, low: float, low_open: bool = False) -> None:
+    if not _is_number(value) or value < low or (low_open and value == low):
+        bound = f"> {low}" if low_open else f">= {low}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")

@@ -1,0 +1,154 @@
+"""The whole recipe in one call: a passage stage, then document-level training with model selection.
+
+``train_long_document_ranker`` is what the papers do (PARADE; Boytsov et al.), at any scale:
+1. the passage stage turns the backbone into a passage cross-encoder (``train_passage_ranker``).
+   Without passage data it learns from the document-level qrels, as the FarRelevant and BeST
+   work do: the best-matching window (BM25 over the windows) of each relevant document is the
+   positive; the best-matching window of a non-relevant candidate (a hard negative) and a random
+   window of another (an easy one) are its negatives;
+2. the document stage starts ``model_class`` from that cross-encoder and trains it with ``fit``,
+   holding out ``valid_fraction`` of the queries: the starting model is evaluated and the best
+   evaluated model is kept, so the result is never worse than its start on validation.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .arguments import TrainingArguments
+from .sampling import as_frame, checked_qrels, checked_topics, hard_negative_pools, Named, text_lookup
+
+__all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
+
+# One setting for every model and collection, chosen on one collection's validation queries
+# (benchmarks/effectiveness.py): the papers' encoder rate range (1e-5 to 3e-5); validation every
+# few steps keeps the best model.
+RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4, top_k=10,
+                             valid_fraction=0.2, valid_metric="RR@10", eval_every=5)
+# At CPU scale the passage stage needs a larger rate than the papers' 100k+ GPU steps (measured:
+# MiniLM at 3e-5 learned nothing in 120 steps of 8; at 1e-4 a usable ranker).
+RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=256)
+_WORD = re.compile(r"\w+")
+
+
+def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics: pd.DataFrame, qrels: pd.DataFrame,
+                               candidates, *, passages=None, text=None, output_dir: str | os.PathLike = "ranker",
+                               passage_options: dict | None = None, args: TrainingArguments | None = None,
+                               model_options: dict | None = None, seed: int = 42, dtype: str | None = None):
+    """Train ``model_class`` (e.g. ``MaxP``) from ``backbone`` on documents; returns ``(model, report)``.
+
+    Args:
+        backbone: an encoder or sentence-transformers model (``pyterrier_longdoc.demo.packaged_minilm()``
+            offline), or a trained cross-encoder (``passages=False`` then skips the passage stage).
+        topics, qrels, candidates, text: as for ``fit``: the training queries, their document
+            qrels, their candidates (a result frame or a retrieval pipeline) and where text comes from.
+        passages: (query, positive, negative) passage triples for the passage stage (a frame or
+            an iterable, as ``train_passage_ranker``'s ``data``); ``None`` derives them from the
+            documents (see the module doc); ``False`` skips the passage stage.
+        passage_options / args: the passage stage's options over ``RECIPE_PASSAGE_STAGE``; the
+            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
+        model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
+    The report: per stage its wall and CPU seconds, and the passage stage's number of triples
+    and first and last logged loss; the document stage's validation metric at the start, at its
+    best and at the end, and whether the best model was restored.
+    """
+    from .passage import train_passage_ranker
+
+    output_dir = Path(output_dir)
+    args = args or TrainingArguments(**RECIPE_DOCUMENT_STAGE, seed=seed)
+    report = {}
+    warm_start = str(backbone)
+    if passages is not False:
+        started, cpu = time.time(), time.process_time()
+        if passages is None:
+            passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
+        options = {**RECIPE_PASSAGE_STAGE, **(passage_options or {}), "seed": seed}
+        if dtype is not None:
+            options.setdefault("bf16", dtype == "bf16")
+        warm_start = train_passage_ranker(backbone, passages, output_dir / "passage-stage", **options)
+        report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
+                                   "triples": len(passages), **_passage_losses(warm_start)}
+    started, cpu = time.time(), time.process_time()
+    model = model_class(warm_start, **{**({"dtype": dtype} if dtype else {}), **(model_options or {})})
+    history = model.fit(topics, qrels, candidates, args=args, text=text)
+    report["document stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
+                                "steps": int(history["step"].max()),
+                                **history.attrs.get("selection", {})}
+    return model, report
+
+
+def _passage_losses(folder: str) -> dict:
+    import json
+
+    log = Path(folder) / "training_log.json"
+    return json.loads(log.read_text()) if log.exists() else {}
+
+
+def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *, text=None,
+                             text_field: str = "text", window: int = 150, stride: int = 75, top_k: int = 10,
+                             seed: int = 42) -> pd.DataFrame:
+    """Passage triples ``qid, query, positive, negative`` from document qrels (see the module doc):
+    two per relevant document, one hard negative and one easy."""
+    context = Named("train_long_document_ranker")
+    topics = checked_topics(topics, "topics", context)
+    qrels = checked_qrels(qrels, "qrels")
+    frame = as_frame(candidates, topics)
+    pools = hard_negative_pools(topics, qrels, frame, top_k)
+    lookup = text_lookup(frame, text_field, text)
+    docnos = list(dict.fromkeys(d for pos, neg in pools.values() if pos and neg for d in pos + neg))
+    windows = {d: _windows(t, window, stride) for d, t in zip(docnos, lookup(docnos))}
+    bm25 = _WindowBM25([w for ws in windows.values() for w in ws])
+    rows = []
+    for qid, query in zip(topics["qid"].astype(str), topics["query"]):
+        positives, negatives = pools.get(qid, ([], []))
+        if not positives or not negatives:
+            continue
+        rng = np.random.default_rng([seed, *map(ord, qid)])
+        for positive in positives:
+            best = bm25.best(query, windows[positive])
+            hard = bm25.best(query, windows[negatives[int(rng.integers(len(negatives)))]])
+            easy_doc = windows[negatives[int(rng.integers(len(negatives)))]]
+            for negative in (hard, easy_doc[int(rng.integers(len(easy_doc)))]):
+                if negative != best:
+                    rows.append((qid, query, best, negative))
+    if not rows:
+        raise ValueError("no passage triples: no training query has a relevant document and a non-relevant "
+                         "candidate with text")
+    return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
+
+
+def _windows(text: str, window: int, stride: int) -> list[str]:
+    words = text.split()
+    starts = range(0, max(1, len(words) - window + stride), stride)
+    return [" ".join(words[s:s + window]) for s in starts if words[s:s + window]] or [text]
+
+
+class _WindowBM25:
+    """BM25 (k1 0.9, b 0.4) over a set of windows: which window of a document matches a query best."""
+
+    def __init__(self, windows: list[str], k1: float = 0.9, b: float = 0.4):
+        self.k1, self.b = k1, b
+        counts = Counter(term for w in windows for term in set(_terms(w)))
+        self.idf = {t: math.log(1 + (len(windows) - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
+        self.average = max(1.0, float(np.mean([len(_terms(w)) for w in windows]))) if windows else 1.0
+
+    def score(self, query: str, window: str) -> float:
+        terms = _terms(window)
+        tf = Counter(terms)
+        norm = self.k1 * (1 - self.b + self.b * len(terms) / self.average)
+        return sum(self.idf.get(t, 0.0) * tf[t] * (self.k1 + 1) / (tf[t] + norm) for t in set(_terms(query)))
+
+    def best(self, query: str, windows: list[str]) -> str:
+        scores = [self.score(query, w) for w in windows]
+        return windows[int(np.argmax(scores))]  # the first of equals: the earliest window
+
+
+def _terms(text: str) -> list[str]:
+    return _WORD.findall(text.lower())

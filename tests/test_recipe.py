@@ -1,0 +1,53 @@
+"""The one-call recipe: passage triples from document qrels, then fit with model selection."""
+import pandas as pd
+import pytest
+
+import pyterrier_longdoc as pl
+from pyterrier_longdoc.training import TrainingArguments, document_passage_triples, train_long_document_ranker
+from test_training import SETTINGS, toy_task
+
+FILLER = " ".join(f"word{i}" for i in range(40))
+
+
+def documents_task():
+    """Each relevant document holds the query's words in its last window; negatives elsewhere."""
+    topics = pd.DataFrame({"qid": ["q1", "q2"], "query": ["castle gate", "river boat"]})
+    rows, qrels = [], []
+    for qid, query in zip(topics["qid"], topics["query"]):
+        for j, text in enumerate([FILLER + " " + FILLER + " " + query + " stands here",
+                                  query.split()[0] + " " + FILLER, FILLER + " nothing " + FILLER]):
+            rows.append({"qid": qid, "query": query, "docno": f"{qid}-d{j}", "rank": j, "text": text})
+            qrels.append({"qid": qid, "docno": f"{qid}-d{j}", "label": int(j == 0)})
+    return topics, pd.DataFrame(qrels), pd.DataFrame(rows)
+
+
+def test_passage_triples_take_the_best_matching_window_of_each_relevant_document():
+    topics, qrels, candidates = documents_task()
+    triples = document_passage_triples(topics, qrels, candidates, window=20, stride=10, seed=0)
+    assert set(triples["qid"]) == {"q1", "q2"} and len(triples) <= 4
+    for query, positive in zip(triples["query"], triples["positive"]):
+        assert query in positive and len(positive.split()) <= 20  # the window that holds the query
+    assert (triples["positive"] != triples["negative"]).all()
+    assert triples.equals(document_passage_triples(topics, qrels, candidates, window=20, stride=10, seed=0))
+    with pytest.raises(ValueError, match="no passage triples"):
+        document_passage_triples(topics, qrels.assign(label=0), candidates)
+
+
+def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task()
+    args = TrainingArguments(epochs=2, lr=1e-3, head_lr=1e-2, queries_per_step=3, warmup=0.0, valid_fraction=0.25,
+                             valid_metric="RR@10", eval_every=1, seed=1)
+    model, report = train_long_document_ranker(
+        pl.MaxP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path, args=args,
+        passage_options=dict(steps=3, batch_size=4, max_length=48),
+        model_options=dict(SETTINGS, window=12, stride=6), dtype="fp32")
+    assert isinstance(model, pl.MaxP) and model.history is not None
+    passage, document = report["passage stage"], report["document stage"]
+    assert passage["steps"] == 3 and passage["triples"] > 0 and passage["loss_first"] is not None
+    assert (tmp_path / "passage-stage" / "config.json").exists()
+    assert document["best"] >= document["start"] and document["restored"] and document["steps"] == 4
+    assert document["seconds"] > 0 and passage["cpu_seconds"] > 0
+    skipped, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, candidates,
+                                                 output_dir=tmp_path / "again", args=args, passages=False,
+                                                 model_options=SETTINGS, dtype="fp32")
+    assert "passage stage" not in report and not (tmp_path / "again").exists()
