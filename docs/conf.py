@@ -53,17 +53,24 @@ def _results_pages(app):
                   "```", ""]
     (DOCS / "results" / "_runs.md").write_text("\n".join(lines))
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import json
+    lines = []
+    for report in sorted(results.glob("effectiveness-*.md")):  # one per collection, as the benchmark wrote it
+        lines += [f"## {report.stem.removeprefix('effectiveness-')}", "",
+                  f"```{{include}} ../../benchmarks/results/{report.name}", "```", ""]
+    legacy = results / "effectiveness.json"  # the run before the per-collection files, rendered by the benchmark
+    if legacy.exists():
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import json
 
-    import effectiveness
+        import effectiveness
 
-    result = json.loads((results / "effectiveness.json").read_text())
-    lines = [f"Machine: {result['machine']}; seeds {result['seeds']}; precision {result['dtype']}.", ""]
-    for name, collection in result["collections"].items():
-        lines += [f"## {name}", "", collection["description"], "", effectiveness.markdown(collection), ""]
-        if collection.get("targets"):
-            lines += [effectiveness.targets_markdown(collection), ""]
+        result = json.loads(legacy.read_text())
+        lines += ["## An earlier run (effectiveness.json)", "",
+                  f"Machine: {result['machine']}; seeds {result['seeds']}; precision {result['dtype']}.", ""]
+        for name, collection in result["collections"].items():
+            lines += [f"### {name}", "", collection["description"], "", effectiveness.markdown(collection), ""]
+            if collection.get("targets"):
+                lines += [effectiveness.targets_markdown(collection), ""]
     (DOCS / "results" / "_effectiveness.md").write_text("\n".join(lines))
 
 

@@ -30,6 +30,19 @@ def hub_id(source: str | None) -> str | None:
     return source
 
 
+def hyperparameters(options: dict) -> dict:
+    """The training settings a model card lists: the fields of a ``TrainingArguments`` (``args``)
+    that differ from their defaults, and the plain values given as keywords (no data, no paths)."""
+    import dataclasses
+
+    args = options.get("args")
+    settings = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
+                if getattr(args, f.name) != f.default} if dataclasses.is_dataclass(args) else {}
+    settings.update({k: v for k, v in options.items() if isinstance(v, (int, float, str, bool))})
+    settings.pop("checkpoint_dir", None)
+    return settings
+
+
 def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 

@@ -455,8 +455,9 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
             options["valid_candidates"] = valid_candidates
         self.history = fit(self, topics, qrels_tr, candidates, **options)
         self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
-        self.training_options = {k: v for k, v in options.items()  # the model card's hyperparameters
-                                 if isinstance(v, (int, float, str, bool)) and k != "checkpoint_dir"}
+        from ._card import hyperparameters
+
+        self.training_options = hyperparameters(options)
         return self.history
 
 

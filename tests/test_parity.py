@@ -216,5 +216,10 @@ def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
     assert "# MaxP based on cross-encoder/ms-marco-MiniLM-L-6-v2" in card
     assert "2 optimiser steps over 1 epoch;" in card and "- 8 topics\n- 32 judgements" in card
     assert "- `lr`: 0.003" in card and "checkpoint_dir" not in card
+    from pyterrier_longdoc._card import hyperparameters
+    from pyterrier_longdoc.training import TrainingArguments
+
+    assert hyperparameters({"args": TrainingArguments(epochs=3, checkpoint_dir="x"), "lr": 0.1}) == {"epochs": 3,
+                                                                                                    "lr": 0.1}
     best = model.history["RR@10"].max()
     assert f"| RR@10 | {model.history['RR@10'].dropna().iloc[-1]:.4f} | {best:.4f} |" in card
