@@ -1,4 +1,5 @@
 """Long-document neural re-ranking for PyTerrier."""
+from . import _kernel_caches  # noqa: F401 (caps oneDNN's kernel caches before torch first runs oneDNN)
 from ._version import __version__
 
 __all__ = [

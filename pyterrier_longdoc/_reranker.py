@@ -25,8 +25,8 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import CHUNKING_SETTINGS, Parameters
 from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
-from .aggregators.base import Aggregator
 from ._warn import warn
+from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
 _REGISTRY: dict[str, type["LongDocReranker"]] = {}
