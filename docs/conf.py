@@ -28,8 +28,8 @@ html_static_path = []
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 napoleon_google_docstring = True
-# fit's second list of arguments (the fields of TrainingArguments it documents)
-napoleon_custom_sections = [("Settings (``TrainingArguments``) beyond the papers' defaults", "params_style")]
+# fit's second list of arguments: the fields of TrainingArguments beyond the papers' defaults
+napoleon_custom_sections = [("Settings", "params_style")]
 suppress_warnings = ["myst.header"]  # notebooks start at ### inside their cells
 
 
