@@ -16,11 +16,17 @@ pytest.importorskip("sentence_transformers")  # row 1 compares against its Cross
 
 
 @pytest.fixture(scope="module")
-def outputs():
+def results_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def outputs(results_dir):
     """Both scripts at once (two processes: half the wall time of running them in turn)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick"], cwd=ROOT, env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    extra = {"padding": [], "run": ["--results", str(results_dir)]}
+    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", *extra[name]],
+                                    cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for name in ("padding", "run")}
     out = {}
     for name, proc in procs.items():
@@ -76,6 +82,18 @@ def test_run_table_has_every_row(outputs):
     for title in ("where the time goes", "Row 4,", "Row 8,", "Row 7,"):
         assert title in text, f"missing detail table {title!r}"
     assert "targets met" in text
+
+
+def test_run_writes_its_output_and_rows_into_the_results_folder(outputs, results_dir):
+    import json
+
+    text, = results_dir.glob("run-*.txt")
+    record = json.loads(text.with_suffix(".json").read_text())
+    assert outputs["run"].strip().endswith(text.read_text().strip())  # the report, after the exporters' log
+    assert record["quick"] is True and record["commit"] and record["machine"] and record["seconds"] >= 0
+    printed = [r for r in table_rows(outputs["run"].split("\n\n")[0]) if r[0] != "#"]
+    assert [row["key"] for row in record["rows"]] == [r[0] for r in printed]
+    assert all(row["met"] in (True, False, "-") for row in record["rows"])
 
 
 @pytest.mark.parametrize("device, message", [("cuda", "--device cuda: no CUDA device"),
