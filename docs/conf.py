@@ -53,6 +53,14 @@ def _results_pages(app):
     for run in runs:
         lines += [f"## {run.name}", "", f"```{{literalinclude}} ../../benchmarks/results/{run.name}", ":language: text",
                   "```", ""]
+    others = sorted(p for p in results.iterdir() if p.suffix in (".md", ".txt") and not
+                    p.name.startswith(("run-", "effectiveness", "readme-commands")))
+    if others:
+        lines += ["# Other benchmarks", ""]
+    for other in others:  # each benchmark's own report (bi-encoders zero-shot, LongDoc's memory, ...)
+        lines += [f"## {other.name}", ""]
+        lines += ([f"```{{include}} ../../benchmarks/results/{other.name}", "```", ""] if other.suffix == ".md" else
+                  [f"```{{literalinclude}} ../../benchmarks/results/{other.name}", ":language: text", "```", ""])
     (DOCS / "results" / "_runs.md").write_text("\n".join(lines))
 
     lines = []

@@ -8,6 +8,8 @@ __all__ = [
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
+    "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
+    "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
     "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]
 

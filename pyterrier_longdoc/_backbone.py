@@ -17,6 +17,7 @@ from torch import nn
 
 from ._config import ModelConfig
 from ._files import check_safetensors
+from ._lora import is_adapter_folder, merged_adapter_model
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
@@ -47,6 +48,12 @@ def resolve_checkpoint(name_or_path: str) -> Path | None:
             return None
         return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"]))
     except Exception as error:  # noqa: BLE001 - the plain-encoder path gives its own error
+        from huggingface_hub import constants
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        if constants.HF_HUB_OFFLINE and isinstance(error, LocalEntryNotFoundError):  # nothing to load
+            raise FileNotFoundError(f"{name_or_path}: no such directory, and not in the HuggingFace cache "
+                                    "(HF_HUB_OFFLINE is set): download it first, or pass a local folder") from None
         warnings.warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
                       "treating it as a plain encoder")
         return None
@@ -100,6 +107,8 @@ def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, seque
     from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
     folder = transformers_folder(name_or_path)
+    if sequence_classifier and is_adapter_folder(Path(folder)):
+        return _adapter_model(folder, trust_remote_code, config_overrides)
     refuse_pickle(Path(folder))
     check_safetensors(Path(folder))
     tokenizer = load_tokenizer(folder, trust_remote_code)
@@ -118,6 +127,23 @@ def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, seque
             return Pretrained(model, tokenizer, trained and not head_missing, folder)
     model = _with_sdpa(lambda **kw: AutoModel.from_pretrained(folder, **kw), kwargs)
     return Pretrained(model, tokenizer, False, folder)
+
+
+def _adapter_model(folder: str, trust_remote_code: bool, config_overrides: dict) -> Pretrained:
+    """A peft adapter folder (RankLLaMA's published form): its base model's sequence classifier
+    with the adapters merged and the adapter's score head; the base model's tokenizer unless the
+    folder has its own."""
+    bases = []
+
+    def load_base(name: str) -> nn.Module:
+        bases.append(load_pretrained(name, trust_remote_code=trust_remote_code, **config_overrides))
+        return bases[0].model
+
+    model = merged_adapter_model(Path(folder), load_base)
+    saved = json.loads((Path(folder) / "adapter_config.json").read_text())
+    has_tokenizer = (Path(folder) / "tokenizer_config.json").is_file()
+    tokenizer = load_tokenizer(folder, trust_remote_code) if has_tokenizer else bases[0].tokenizer
+    return Pretrained(model, tokenizer, bool(saved.get("modules_to_save")), folder)
 
 
 def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False) -> nn.Module:

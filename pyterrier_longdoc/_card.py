@@ -14,7 +14,7 @@ from ._version import __version__
 ARTIFACT_TYPE, ARTIFACT_FORMAT = "reranker", "pyterrier_longdoc"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 # history columns that are not metrics
-_LOG_COLUMNS = ("step", "epoch", "loss", "lr")
+_LOG_COLUMNS = ("step", "epoch", "loss", "lr", "grad_norm", "loss_scale")
 
 
 def artifact_metadata(reranker) -> str:
@@ -59,9 +59,11 @@ def model_card(reranker) -> str:
         front.append(f"base_model: {base}")
     if metrics:
         front.append(f"metrics: [{', '.join(metrics)}]")
-    lines = front + ["---", "", f"# {cls}" + (f" based on {base}" if base else ""), "", _description(reranker, base),
-                     "", "## Model Details", "", *_details(reranker, base), "", "### Settings", "",
-                     "| setting | value |", "|---|---|"]
+    lines = front + ["---", "", f"# {cls}" + (f" based on {base}" if base else ""), "", _description(reranker, base), ""]
+    if str((config.encoder.get("architectures") or [""])[0]).endswith("ForSequenceClassification"):
+        lines += ["The folder is also a cross-encoder: `sentence_transformers.CrossEncoder(\"<this folder>\")` "
+                  "scores a (query, passage) pair as this model scores one window of a document.", ""]
+    lines += ["## Model Details", "", *_details(reranker, base), "", "### Settings", "", "| setting | value |", "|---|---|"]
     lines += [f"| `{key}` | `{json.dumps(value) if not isinstance(value, dict) else '{...}'}` |"
               for key, value in sorted(config.settings.items())]
     lines += ["", "## Usage", "", "```python", "import pyterrier as pt", "from pyterrier_longdoc import LongDocReranker",

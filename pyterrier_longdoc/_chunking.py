@@ -46,9 +46,37 @@ class SpecialLayout:
         return len(self.prefix) + len(self.middle) + len(self.suffix)
 
     @classmethod
-    def from_tokenizer(cls, tokenizer) -> "SpecialLayout":
+    def from_tokenizer(cls, tokenizer, query_prefix: str = "", doc_prefix: str = "",
+                       eos: bool = False) -> "SpecialLayout":
+        """The tokenizer's pair layout, with the ids of ``query_prefix`` after its prefix and of
+        ``doc_prefix`` after its middle (see :func:`text_encoder` for the space that ends them),
+        and with ``eos`` its EOS token at the end (as RankLLaMA appends it), unless it ends so."""
+        layout = cls._pair_layout(tokenizer)
+        suffix = layout.suffix
+        if eos:
+            if tokenizer.eos_token_id is None:
+                raise ValueError(f"tokenizer {type(tokenizer).__name__} has no EOS token to end a sequence with")
+            if suffix[-1:] != (tokenizer.eos_token_id,):
+                suffix += (tokenizer.eos_token_id,)
+        return cls(layout.prefix + _prefix_ids(tokenizer, query_prefix),
+                   layout.middle + _prefix_ids(tokenizer, doc_prefix), suffix, layout.query_type, layout.doc_type)
+
+    @classmethod
+    def single(cls, tokenizer, prefix: str = "") -> "SpecialLayout":
+        """The layout of one text alone (``[CLS] text [SEP]``; a bi-encoder's query or window),
+        with the ids of ``prefix`` before it: the text takes the document's place, after an
+        empty query and middle."""
+        ids = tokenizer("a")["input_ids"]
+        a = tokenizer("a", add_special_tokens=False)["input_ids"]
+        i = _find(ids, a, 0)
+        if i < 0:
+            raise ValueError(f"cannot find the single-text layout of tokenizer {type(tokenizer).__name__}: {ids}")
+        return cls(tuple(ids[:i]) + _prefix_ids(tokenizer, prefix), (), tuple(ids[i + len(a):]), 0, 0)
+
+    @classmethod
+    def _pair_layout(cls, tokenizer) -> "SpecialLayout":
         # Encode a known pair and find the two texts in it: works for BERT ([CLS] a [SEP] b [SEP]),
-        # RoBERTa (<s> a </s></s> b </s>) and others, without tokenizer-specific code.
+        # RoBERTa (<s> a </s></s> b </s>), Llama (<s> a <s> b) and others, without tokenizer-specific code.
         a = tokenizer("a", add_special_tokens=False)["input_ids"]
         b = tokenizer("b", add_special_tokens=False)["input_ids"]
         pair = tokenizer("a", "b", return_token_type_ids=True)
@@ -64,6 +92,12 @@ def window_starts(n_tokens: int, window: int, stride: int) -> range:
     """Where the windows over ``n_tokens`` start: every ``stride`` tokens, the last one where it
     still adds tokens no earlier window covered (one window for an empty text)."""
     return range(0, max(1, n_tokens - window + stride), stride)
+
+
+def _prefix_ids(tokenizer, prefix: str) -> tuple[int, ...]:
+    """The ids of a prefix without its trailing white space, which goes with the text after it
+    (see :func:`text_encoder`)."""
+    return tuple(tokenizer(prefix.rstrip(), add_special_tokens=False)["input_ids"]) if prefix.strip() else ()
 
 
 def _find(seq: list[int], sub: list[int], start: int) -> int:
@@ -84,6 +118,8 @@ class Chunking:
     ``"fill"`` fills every chunk but the last (489 + 311; version 0.1's way). ``max_chunks``
     caps the chunks per document; ``chunk_selection`` says which to keep: ``"first"``, or
     PARADE's ``"first_last_even"`` (the first, the last, and the rest evenly spaced between them).
+    ``query_prefix`` and ``doc_prefix`` go before the query and before every chunk (RankLLaMA's
+    ``"query: "`` and ``"document: "``); their tokens count as special tokens.
     """
 
     window: int | None = None
@@ -94,8 +130,13 @@ class Chunking:
     chunk_selection: str = "first"
     max_length: int = 512
     disjoint_split: str = "even"
+    query_prefix: str = ""
+    doc_prefix: str = ""
 
     def __post_init__(self):
+        for name in ("query_prefix", "doc_prefix"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
         for name in ("window", "stride", "max_chunks"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -157,12 +198,13 @@ class Tokenization:
     pipelines in the same process; it never keeps the texts themselves.
     """
 
-    def __init__(self, tokenizer, cache_bytes: int = 64 << 20):
+    def __init__(self, tokenizer, cache_bytes: int = 64 << 20, prefix: str = ""):
         self.tokenizer = tokenizer
         self.cache_bytes = cache_bytes
+        self.prefix = prefix
         self._cache: OrderedDict[bytes, tuple[np.ndarray, bool]] = OrderedDict()
         self._cached_bytes = 0
-        self.encode = text_encoder(tokenizer)
+        self.encode = text_encoder(tokenizer, prefix)
 
     def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
         """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
@@ -195,7 +237,7 @@ class Tokenization:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.encode = text_encoder(self.tokenizer)
+        self.encode = text_encoder(self.tokenizer, self.__dict__.get("prefix", ""))
 
     @property
     def cached_bytes(self) -> int:
@@ -237,19 +279,38 @@ class Tokenization:
         return result  # type: ignore[return-value]
 
 
-def text_encoder(tokenizer) -> Callable[[list[str]], list[list[int]]]:
+def text_encoder(tokenizer, prefix: str = "") -> Callable[[list[str]], list[list[int]]]:
     """``encode(texts)``: the token ids of each text, without special tokens, text kept as text.
 
     A fast tokenizer is run through a private copy of its Rust backend (:func:`text_only_backend`);
     a Python-only ("slow") tokenizer with ``split_special_tokens=True``.
+
+    With a ``prefix`` (``"query: "``), a text is tokenized as it reads after it, as RankLLaMA and
+    sentence-transformers tokenize ``prefix + text``: ``prefix + text`` is tokenized and the
+    tokens of the prefix without its trailing white space are dropped, so the space goes with
+    the text's first word as the tokenizer joins them (byte-level BPE's ``Ġword``). Where the
+    tokenizer joins the prefix with the text itself, the text is tokenized alone.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         backend = text_only_backend(backend)
-        return lambda texts: [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
-    return lambda texts: tokenizer(texts, add_special_tokens=False, split_special_tokens=True,
-                                   return_attention_mask=False, return_token_type_ids=False,
-                                   verbose=False)["input_ids"]
+        encode = lambda texts: [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]  # noqa: E731
+    else:
+        encode = lambda texts: tokenizer(texts, add_special_tokens=False, split_special_tokens=True,  # noqa: E731
+                                         return_attention_mask=False, return_token_type_ids=False,
+                                         verbose=False)["input_ids"]
+    if not prefix:
+        return encode
+    head = encode([prefix.rstrip()])[0] if prefix.rstrip() else []
+
+    def encode_after_prefix(texts: list[str]) -> list[list[int]]:
+        joined = encode([prefix + text for text in texts])
+        alone = [i for i, ids in enumerate(joined) if ids[:len(head)] != head]
+        for i, ids in zip(alone, encode([texts[i] for i in alone]) if alone else []):
+            joined[i] = head + ids
+        return [ids[len(head):] for ids in joined]
+
+    return encode_after_prefix
 
 
 def _cache_key(text: str, max_tokens: int) -> bytes:

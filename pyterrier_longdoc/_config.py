@@ -88,14 +88,21 @@ class ModelConfig:
             raise ValueError(f"{config_file} is not valid JSON (corrupt or truncated checkpoint?): {error}") from error
         if not isinstance(config, dict) or (CONFIG_KEY not in config and _LEGACY_KEY not in config):
             return None
-        saved = cls.from_dict(config, str(config_file))
-        saved.warn_if_newer(folder)
-        return saved
+        return cls.from_dict(config, str(config_file))
 
-    def warn_if_newer(self, where) -> None:
-        def version(text: str) -> tuple:
-            return tuple(int(p) if p.isdigit() else 0 for p in str(text).split(".")[:3])
+    def warn_about_version(self, where) -> None:
+        """One warning when the version that saved the model is newer than this one, or is not a
+        version number at all (a hand-edited or foreign config.json)."""
+        from packaging.version import InvalidVersion, Version
 
-        if version(self.version) > version(__version__):
+        try:
+            saved = Version(self.version) if isinstance(self.version, str) else None
+        except InvalidVersion:
+            saved = None
+        if saved is None:
+            warnings.warn(f"{where}: its config.json gives the pyterrier_longdoc version {self.version!r}, which is "
+                          f"not a version number (such as {__version__!r}); it is loaded as this version "
+                          f"{__version__} saves models, which may not be how it was saved.")
+        elif saved > Version(__version__):
             warnings.warn(f"{where} was saved by pyterrier_longdoc {self.version}, newer than this "
                           f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.")

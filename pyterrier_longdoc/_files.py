@@ -1,6 +1,7 @@
 """Checks of the files the library reads (models, documents, topics), and the error naming a bad one."""
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -43,3 +44,11 @@ def _safetensors_problem(file: Path) -> str | None:
     if 8 + header_size + end != size:
         return f"the tensors need {8 + header_size + end} bytes but the file has {size}"
     return None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -20,6 +20,8 @@ from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
 from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._config import WEIGHTS_NAME, ModelConfig
+from ._files import file_sha256
+from ._weights import architecture, read_weights, save_weights
 from .aggregators.base import Aggregator
 
 
@@ -64,14 +66,25 @@ class LongDocModel(nn.Module):
         self.aggregator = aggregator
         self.tokenizer = tokenizer
         self.chunking = chunking
-        self.layout = SpecialLayout.from_tokenizer(tokenizer)
-        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         aggregator.attach(encoder, tokenizer, chunking)
-        self.tokenization = Tokenization(tokenizer)
+        # a head on the last token (decoder-only LMs) reads it at an EOS appended, as RankLLaMA does
+        reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
+        if reads_last and hasattr(encoder.config, "use_cache"):
+            encoder.config.use_cache = False  # scoring never generates: no key/value cache
+        self.layout = self.sequence_layout(tokenizer, chunking, eos=reads_last)
+        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
+        self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
+        self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
+                                   if chunking.query_prefix != chunking.doc_prefix else self.tokenization)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
+
+    @staticmethod
+    def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
+        """Where the special tokens and the prefixes go around a chunk's text."""
+        return SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix, eos=eos)
 
     @property
     def device(self) -> torch.device:
@@ -79,7 +92,7 @@ class LongDocModel(nn.Module):
 
     def replica(self, device) -> "LongDocModel":
         """A copy for inference on ``device``; it shares the tokenizer and its cache."""
-        memo = {id(self.tokenizer): self.tokenizer, id(self.tokenization): self.tokenization}
+        memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization)}
         return copy.deepcopy(self, memo).to(device).eval()
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
@@ -149,16 +162,30 @@ class LongDocModel(nn.Module):
         taking a CPU batch); with several, batches are shared among them in threads.
         """
         with self._stage("tokenize"):
-            query_ids, query_cropped = self.tokenization(queries, self.chunking.max_query_tokens)
+            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
         with self._stage("tokenize"):
             doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        features, mask = self.encode_chunks(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
+                                             progress=progress, workers=workers or [self._encode_on_device])
+        with self._stage("aggregate"):
+            scores = self.aggregator(features, mask).float()
+        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+
+    def _encode_on_device(self, batch: ChunkBatch):
+        return self.encode(batch.to(self.device))
+
+    def encode_chunks(self, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray], chunking: Chunking,
+                       layout: SpecialLayout, *, batch_size: int, progress,
+                       workers: Sequence[Callable[[ChunkBatch], torch.Tensor]]):
+        """The aggregator's chunk features of every (query, chunk) sequence, regrouped per
+        document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
-            plan = ChunkPlan.build(query_ids, doc_ids, self.chunking, self.layout)
+            plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
         try:
             make_batches = BATCHINGS[self.batching]
         except KeyError:
             raise ValueError(f"unknown batching {self.batching!r}; use one of {', '.join(BATCHINGS)}") from None
-        batches = make_batches(plan, query_ids, doc_ids, self.layout, batch_size, self.pad_id)
+        batches = make_batches(plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         # progress counts documents: one is done when the last of its chunks is encoded
@@ -170,7 +197,6 @@ class LongDocModel(nn.Module):
                 np.subtract.at(remaining, docs, 1)
                 progress.update(int((remaining[np.unique(docs)] == 0).sum()))
 
-        workers = workers or [lambda batch: self.encode(batch.to(self.device))]
         workers = [self._observed(_owning(worker)) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
@@ -209,26 +235,23 @@ class LongDocModel(nn.Module):
             grouped.append(empty.index_put((doc, position), features))
         mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
         mask[doc, position] = True
-        with self._stage("aggregate"):
-            scores = self.aggregator(grouped[0] if single else tuple(grouped), mask).float()
-        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+        return (grouped[0] if single else tuple(grouped)), mask
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
-        """Writes ``model.safetensors``, the tokenizer files and ``config.json`` (last, with the
-        weights' checksum)."""
-        from safetensors.torch import save_model
-
+        """Writes ``model.safetensors`` (under transformers' names, see ``_weights``), the
+        tokenizer files and ``config.json`` (last, with the weights' checksum and the architecture
+        the weights are)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.tokenizer.save_pretrained(path)
-        save_model(self, str(path / WEIGHTS_NAME), metadata={"format": "pt"})
+        save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
+        config.encoder = {**config.encoder, "architectures": [architecture(self)]}
         config.write(path)
 
     def load_weights(self, path: Path, sha256: str | None = None) -> None:
         """Loads ``model.safetensors`` of ``path``; with ``sha256``, only if its checksum matches."""
         from safetensors import SafetensorError
-        from safetensors.torch import load_model
 
         weights = path / WEIGHTS_NAME
         if not weights.is_file():
@@ -238,22 +261,12 @@ class LongDocModel(nn.Module):
                              "config.json was saved with. Restore the file, or pass verify_weights=False to load "
                              "weights you changed on purpose")
         try:
-            missing, unexpected = load_model(self, str(weights), strict=False, device=str(self.device))
+            missing, unexpected = read_weights(self, weights, str(self.device))
         except (SafetensorError, OSError, ValueError, RuntimeError) as error:
             raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
-
-
-def file_sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:

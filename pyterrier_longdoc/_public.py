@@ -5,8 +5,10 @@ from ._version import __version__
 from .collection import Collection
 from .datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
-from .models import (AvgP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP, KMaxAvgP, LongP, MaxP, NeuralModel1, ParadeAttn,
-                     ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
-                     ParadeTransformerQ, SumP)
+from .listwise import RankGPT
+from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
+                     KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
+                     ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
+                     ParadeTransformerPretrained, ParadeTransformerQ, SumP)
 from .text import TextLoader
 from .wrap import LongDoc

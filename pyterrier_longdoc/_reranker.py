@@ -93,6 +93,9 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
             for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
         verify_weights: check the saved weights against the checksum in ``config.json``; turn it
             off only for weights you changed on purpose.
+        seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
+            ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
+            global random state as it was; without it they come from that global state.
         **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
             ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
             encoder's own maximum) and the model's own settings; they override the class
@@ -106,6 +109,8 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
+    backbone_settings: ClassVar[tuple[str, ...]] = ()  # settings of _prepare_backbone, not of the aggregator
+    engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -118,16 +123,17 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
                  verbose: bool = False, warn_cropping: bool | None = None, trust_remote_code: bool = False,
-                 verify_weights: bool = True, fit_options: dict | None = None, **settings):
+                 verify_weights: bool = True, fit_options: dict | None = None, seed: int | None = None, **settings):
         if self.name is None:
             _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
         folder = _saved_folder(str(model_name_or_path))
         self._runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping), fit_options)
-        self._source = (str(model_name_or_path), {**settings, **({"trust_remote_code": True} if trust_remote_code
-                                                                 else {})})
-        config, model = self._build(folder, settings, trust_remote_code, verify_weights)
+        flags = {"trust_remote_code": True} if trust_remote_code else {}
+        self._source = (str(model_name_or_path), {**settings, **flags, **({"seed": seed} if seed is not None else {})})
+        with _seeded(seed):
+            config, model = self._build(folder, settings, trust_remote_code, verify_weights)
         self._attach(config, model, folder)
 
     @classmethod
@@ -153,7 +159,9 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
             raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the CPU only")
         self.autocast_dtype = None if self.int8 else resolve_dtype(runtime.dtype, self.device)
         self._replicas: tuple[tuple, list[LongDocModel]] | None = None
-        self.fit_options = dict(fit_options or {})
+        from .training.arguments import check_option_names
+
+        self.fit_options = dict(check_option_names(fit_options or {}))
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
         self.training_options: dict | None = None
@@ -186,6 +194,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         merged = cls._settings({**cls.defaults, **(saved.settings if saved else {}), **settings})
         chunk_head = cls.aggregator.chunk_head
         if saved is not None:
+            saved.warn_about_version(path)  # here only: a load reads config.json more than once
             refuse_pickle(path)
             tokenizer = load_tokenizer(str(path), trust_remote_code)
             backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code,
@@ -201,10 +210,11 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
         if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
             chunk_settings["max_length"] = encoder_max_length(encoder, tokenizer)
-        head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS}
+        head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
         aggregator = cls.aggregator(encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                     **({"head": head} if chunk_head else {}))
-        model = LongDocModel(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        model = cls.engine(encoder, tokenizer, aggregator, Chunking(**chunk_settings))
+        cls._prepare_backbone(model, merged)
         merged.update(aggregator.saved_settings())
         head_type = None if not chunk_head else (
             "sequence_classification" if isinstance(aggregator.head, ClassifierHead) else "linear")
@@ -212,13 +222,14 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
                              base_model=base_model)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
-        elif not (chunk_head and trained_head):
-            what = "its head" if chunk_head else f"its {cls.__name__} head"
-            warn(f"{cls.__name__} over {source}: {what} is new, so its scores are random until fit(). "
-                 "To rank without training, start from a trained cross-encoder (a sequence-classification "
-                 "checkpoint, e.g. a folder saved by sentence_transformers.CrossEncoder) instead.",
-                 UntrainedHeadWarning)
+        elif not cls.aggregator.zero_shot:
+            _warn_untrained(cls.__name__, source, aggregator, chunk_head, trained_head)
         return config, model
+
+    @classmethod
+    def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
+        """Called once the model is assembled, before saved weights are loaded: changes to the
+        encoder that its ``backbone_settings`` ask for (e.g. LoRA adapters); may complete them."""
 
     @classmethod
     def _settings(cls, settings: dict) -> dict:
@@ -459,6 +470,38 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
 
         self.training_options = hyperparameters(options)
         return self.history
+
+
+def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:
+    """An UntrainedHeadWarning naming the parameters that the checkpoint does not hold, if any."""
+    trained_head = chunk_head and trained_head
+    new = [name for name, _ in aggregator.named_parameters() if not (trained_head and name.startswith("head."))]
+    if not new:
+        return
+    listed = ", ".join(new[:6]) + (f", ... ({len(new)} in all)" if len(new) > 6 else "")
+    if trained_head:
+        what = (f"the cross-encoder's head is kept, but its new parameters ({listed}) are drawn at random, so its "
+                "scores are not the cross-encoder's and change with the seed until fit(). Build it with seed= (or "
+                "after torch.manual_seed) to make them reproducible.")
+    else:
+        what = (f"its {'head' if chunk_head else model + ' head'} is new ({listed}: initialised here, not read from "
+                "a checkpoint), so its scores are random until fit(). To rank without training, start from a trained "
+                "cross-encoder (a sequence-classification checkpoint, e.g. a folder saved by "
+                "sentence_transformers.CrossEncoder) instead.")
+    warn(f"{model} over {source}: {what}", UntrainedHeadWarning)
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None):
+    """Parameters created in the block come from ``seed`` (when given); the global RNG is left as it was."""
+    if seed is None:
+        yield
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def _is_result_frame(value) -> bool:

@@ -12,9 +12,11 @@ status 2; lines left out (run lines whose qid has no topic) are counted in a war
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import math
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -57,6 +59,10 @@ def read_topics(path: str) -> pd.DataFrame:
         except Exception as e:  # the SGML reader's errors carry no line
             raise MalformedInputError(path, None, f"not a TREC topics file ({type(e).__name__}: {e})") from None
         lines = [(None, qid) for qid in topics["qid"]]
+        untitled = topics["qid"][topics["query"].str.strip() == ""]
+        if len(untitled):
+            qid = untitled.iloc[0]
+            raise MalformedInputError(path, _topic_line(path, qid), f"topic {qid!r} has no <title>, so no query")
     else:
         rows = []
         for number, line in lines:
@@ -72,6 +78,12 @@ def read_topics(path: str) -> pd.DataFrame:
         number = lines[repeated.index[0]][0]
         raise MalformedInputError(path, number, f"qid {repeated.iloc[0]!r} is given twice")
     return topics
+
+
+def _topic_line(path: str, qid: str) -> int | None:
+    """The line of a TREC topic's ``<num>``."""
+    pattern = re.compile(rf"<num>.*(?<![\w-]){re.escape(str(qid))}(?![\w-])", re.IGNORECASE)
+    return next((number for number, line in _lines(path) if pattern.search(line)), None)
 
 
 def _columns(path: str, expected: int, layout: str):
@@ -123,8 +135,9 @@ def read_documents(path: str, text_field: str = "text") -> TextLoader:
     """A text loader over the documents file (see :class:`~pyterrier_longdoc.text.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
     from .text import TextLoader
+    from .text import read_documents as read_document_fields
 
-    loader = TextLoader(path)
+    loader = TextLoader(read_document_fields(path, text_field))  # the text field must hold strings
     if text_field not in loader.fields:
         raise MalformedInputError(path, None, f"the documents have no field {text_field!r}; fields: {loader.fields}")
     return loader.text_loader(text_field)
@@ -142,6 +155,30 @@ def parse_settings(pairs: list[str]) -> dict:
         except json.JSONDecodeError:
             settings[key] = value
     return settings
+
+
+# fit options the command's own flags give
+_FIT_FLAGS = {"epochs": "--epochs", "checkpoint_dir": "--checkpoint-dir", "top_k": "--top-k", "text": "--docs",
+              "valid_topics": "--valid-topics", "valid_qrels": "--valid-qrels", "valid_candidates": "--valid-run",
+              "valid_metric": "--valid-metric"}
+
+
+def checked_settings(pairs: list[str], option: str, defaults: dict, flags: dict[str, str] | None = None) -> dict:
+    """``parse_settings`` of ``pairs``: every name one of ``defaults``, and a number where its
+    default is one; a name that a flag of its own gives is refused, naming the flag."""
+    settings = parse_settings(pairs)
+    for key, value in settings.items():
+        if flags and key in flags:
+            raise CliError(f"{option} {key}=...: give it as {flags[key]}")
+        if key not in defaults:
+            raise CliError(f"{option} {key}=...: unknown name {key!r}; valid names: {', '.join(defaults)}")
+        if _is_number(defaults[key]) and not _is_number(value):
+            raise CliError(f"{option} {key}={value}: expected a number, such as its default {defaults[key]}")
+    return settings
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def check_model_source(name: str, option: str) -> None:
@@ -325,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         except (CliError, MalformedInputError) as e:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        except (ValueError, KeyError, OSError) as e:  # the library's input checks
+        except (ValueError, TypeError, KeyError, OSError) as e:  # the library's input checks
             print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
             return EXIT_BAD_INPUT
 
@@ -341,12 +378,15 @@ def _run(args) -> int:
         return 0
     if args.command == "models":
         from ._reranker import registered_models
+        from .listwise import RankGPT
 
         models = registered_models()
         width = max(map(len, models)) + 2
         for name, cls in models.items():
-            summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
-            print(f"{name:<{width}}{summary}".rstrip())
+            print(f"{name:<{width}}{_summary(cls)}".rstrip())
+        # listwise re-rankers have no weights to train or save, so train --model does not take them
+        print("\nlistwise, in a pipeline only (pyterrier_longdoc.listwise):")
+        print(f"{'RankGPT':<{width}}{_summary(RankGPT)}")
         return 0
     if args.top_k is not None and args.top_k < 1:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
@@ -364,6 +404,10 @@ def _run(args) -> int:
     return _rerank(args)
 
 
+def _summary(cls) -> str:
+    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
+
+
 def _train(args) -> int:
     from ._reranker import model_class
 
@@ -373,11 +417,18 @@ def _train(args) -> int:
         raise CliError("--valid-run needs --valid-topics and --valid-qrels")
     if args.valid_topics and args.run and not args.valid_run:
         raise CliError("--valid-topics with --run needs --valid-run (the validation candidates)")
+    from ._chunking import Chunking
+    from .training.arguments import fit_option_defaults
+
     cls = model_class(args.model)
+    chunking = {f.name: f.default for f in dataclasses.fields(Chunking)}
+    settings = checked_settings(args.set, "--set", {**chunking, **cls.defaults})
+    fit_defaults = {k: v for k, v in fit_option_defaults().items() if k not in _FIT_FLAGS and k != "callback"}
+    fit_settings = checked_settings(args.fit, "--fit", fit_defaults, _FIT_FLAGS)
     check_model_source(args.backbone, "--backbone")
     topics, candidates = candidates_for(args, args.topics, args.run)
     qrels = read_qrels(args.qrels)
-    fit_options = dict(epochs=args.epochs, checkpoint_dir=args.checkpoint_dir, **parse_settings(args.fit))
+    fit_options = dict(epochs=args.epochs, checkpoint_dir=args.checkpoint_dir, **fit_settings)
     if args.top_k:
         fit_options["top_k"] = args.top_k
     _check_qrels(qrels, topics, args.qrels, args.topics)
@@ -388,7 +439,7 @@ def _train(args) -> int:
         fit_options.update(valid_topics=valid_topics, valid_qrels=valid_qrels, valid_candidates=valid_candidates,
                            valid_metric=args.valid_metric)
     model = cls(args.backbone, batch_size=args.batch_size, device=args.device, dtype=args.dtype, verbose=True,
-                **parse_settings(args.set))
+                **settings)
     history = model.fit(topics, qrels, candidates, **fit_options)
     import pandas as pd
 

@@ -32,20 +32,22 @@ Fields = Union[Sequence[str], str, Literal["*"]]
 _JSONL_SUFFIXES = (".jsonl", ".json")
 
 
-def read_documents(path: str | Path) -> pd.DataFrame:
+def read_documents(path: str | Path, text_field: str = "text") -> pd.DataFrame:
     """``docno`` plus one string column per field, from a JSON-lines file, a folder of them, or
     ``docno<TAB>text`` lines. A docno given twice, a line that is not one JSON object with a
-    docno (or ``id``), or a TSV line without exactly one tab is a :class:`MalformedInputError`."""
+    docno (or ``id``), a JSON ``text_field`` that is not a string (null, a number, a list), or a
+    TSV line without exactly one tab is a :class:`MalformedInputError`; other JSON fields that are
+    not strings are kept as their JSON text (null as empty)."""
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in _JSONL_SUFFIXES)
         if not files:
             raise MalformedInputError(path, None, "the folder has no .jsonl or .json files")
-        rows = [row for file in files for row in _jsonl_rows(file)]
+        rows = [row for file in files for row in _jsonl_rows(file, text_field)]
     elif not path.exists():
         raise MalformedInputError(path, None, "no such file")
     elif path.suffix in _JSONL_SUFFIXES:
-        rows = list(_jsonl_rows(path))
+        rows = list(_jsonl_rows(path, text_field))
     else:
         rows = list(_tsv_rows(path))
     first_line: dict[str, tuple[Path, int]] = {}
@@ -77,7 +79,7 @@ def _tsv_rows(path: Path):
         yield path, number, {"docno": fields[0].strip(), "text": fields[1]}
 
 
-def _jsonl_rows(path: Path):
+def _jsonl_rows(path: Path, text_field: str):
     for number, line in _lines(path):
         try:
             record = json.loads(line)
@@ -92,6 +94,9 @@ def _jsonl_rows(path: Path):
             record["text"] = record.pop("contents")
         if record.get("docno") in (None, ""):
             raise MalformedInputError(path, number, "no docno (or id)")
+        if text_field in record and not isinstance(record[text_field], str):
+            raise MalformedInputError(path, number, f"the {text_field!r} of docno {record['docno']!r} is "
+                                                    f"{json.dumps(record[text_field])[:40]}, not a string")
         yield path, number, {k: v if isinstance(v, str) else json.dumps(v) if v is not None else ""
                              for k, v in record.items()}
 

@@ -87,12 +87,12 @@ class LongDoc(pt.Transformer):
         split = [self.passages(text) for text in column_texts(inp, self.text_field, self)]
         rows = np.repeat(np.arange(len(inp)), [len(p) for p in split])
         index = np.concatenate([np.arange(len(p)) for p in split])
-        passages = inp.drop(columns=["score", "rank"], errors="ignore").iloc[rows].reset_index(drop=True)
+        columns = [c for c in inp.columns if c not in ("score", "rank")]
+        passages = _repeated(inp[[c for c in columns if c != self.text_field]], rows)
         passages = passages.assign(**{
             self.text_field: [p for doc in split for p in doc],
             "docno": passages["docno"].astype(str) + "%p" + index.astype(str),
-            _ROW: rows, _PASSAGE: index,
-        })
+        })[columns].assign(**{_ROW: rows, _PASSAGE: index})
         with _special_strings_as_text(self.scorer):
             scored = self.scorer(passages)
         missing = [c for c in (_ROW, _PASSAGE, "score") if c not in scored.columns]
@@ -110,6 +110,14 @@ class LongDoc(pt.Transformer):
             best = scored.sort_values("score", ascending=False, kind="stable")
             return best[best.groupby(_ROW).cumcount() < self.k].groupby(_ROW)["score"].mean()
         return scored.groupby(_ROW)["score"].agg(self.aggregation)
+
+
+def _repeated(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """``frame.iloc[rows]``, in memory that does not grow with the length of its values times
+    their repeats: pandas' string columns (Arrow-backed) copy their values on ``iloc``, object
+    columns repeat references, so string columns are taken as objects (each value made once)."""
+    arrow = {c: object for c, dtype in frame.dtypes.items() if dtype != object and pd.api.types.is_string_dtype(dtype)}
+    return frame.astype(arrow).iloc[rows].reset_index(drop=True)
 
 
 @contextlib.contextmanager

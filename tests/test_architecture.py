@@ -7,9 +7,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "pyterrier_longdoc"
 # lower floors never import higher ones
 FLOORS = {
-    "_version": 0, "_text": 0, "_files": 0, "_config": 1, "_card": 1, "_fast_paths": 1, "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
+    "_version": 0, "_text": 0, "_files": 0, "_config": 1, "_lora": 1, "_embedder": 1, "_card": 1, "_fast_paths": 1, "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
+    "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_reranker": 6, "models": 7,
     "_warn": 0, "_kernel_caches": 0, "_parameters": 3, "_pairs": 2,
-    "aggregators": 4, "_model": 5, "_reranker": 6, "models": 7,
 }
 
 

@@ -63,7 +63,8 @@ def test_run_table_has_every_row(outputs):
     for key, measure, measured, target, met in rows:
         by_key.setdefault(key, []).append((measure, measured, target, met))
         assert measured and target and met in ("yes", "NO", "-"), (key, measure, measured, target, met)
-    for key in ("1a", "1b", "1c", "2a", "2b", "2c", "3", "5", "6", "7a", "7b", "7c", "7d"):
+    for key in ("1a", "1b", "1c", "2a", "2b", "2c", "3", "5", "6", "7a", "7b", "7c", "7d", "11", "12a", "12b", "13a",
+                "13b"):
         assert key in by_key, f"missing row {key}"
     row4 = " ".join(measure for measure, *_ in by_key["4"])
     for name in ("parade_avg", "parade_max", "parade_sum", "parade_attn", "sump"):
@@ -79,6 +80,7 @@ def test_run_table_has_every_row(outputs):
     # the CrossEncoder saw exactly our (query, window) inputs and gave the same scores
     assert "identical input ids: yes" in by_key["1b"][0][0]
     assert by_key["1b"][0][3] == "yes", by_key["1b"]
+    assert by_key["12b"][0][3] == "yes" and by_key["13b"][0][3] == "yes", (by_key["12b"], by_key["13b"])
     for title in ("where the time goes", "Row 4,", "Row 8,", "Row 7,"):
         assert title in text, f"missing detail table {title!r}"
     assert "targets met" in text

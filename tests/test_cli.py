@@ -78,8 +78,9 @@ def test_version_and_models(capsys):
         main(["--version"])
     assert exit.value.code == 0 and capsys.readouterr().out.strip() == f"pyterrier-longdoc {pyterrier_longdoc.__version__}"
     assert main(["models"]) == 0
-    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert names == list(pyterrier_longdoc.registered_models())
+    trainable, listwise = capsys.readouterr().out.split("\n\n")
+    assert [line.split()[0] for line in trainable.splitlines()] == list(pyterrier_longdoc.registered_models())
+    assert listwise.splitlines()[1].startswith("RankGPT    ")
 
 
 def test_rerank_starts_a_zero_shot_model_from_a_cross_encoder(trec_files, tmp_path):

@@ -60,7 +60,12 @@ def test_missing_column_names_it_and_the_model(model):
 
 def test_output_keeps_every_input_column_and_dtype(model):
     inp = frame()
-    out = model(inp)
+    check_columns_kept(inp, model(inp))
+
+
+def check_columns_kept(inp, out):
+    """``out`` is ``inp`` with ``score`` and ``rank`` added, every column in place with its dtype,
+    ranks following scores (also for RankGPT, tests/test_rankgpt_contract.py)."""
     assert list(out.columns[:len(inp.columns)]) == list(inp.columns)
     for column in inp.columns:
         assert out[column].dtype == inp[column].dtype, column

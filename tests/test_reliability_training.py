@@ -191,21 +191,30 @@ def run_to_step(tiny_bert, data, path, steps, stop_at=None, **options):
         **FAST, "queries_per_step": 1, "checkpoint_every": 1, "epochs": 2, **options})
 
 
-@pytest.mark.parametrize("damage", ["training_state.safetensors", "trainer_state.json", "model.safetensors"])
-def test_a_damaged_checkpoint_falls_back_to_the_previous_one(tiny_bert, data, tmp_path, damage):
+def resumes_past_damage(tiny_bert, data, tmp_path, damage, expected: str) -> None:
+    """``damage(folder)`` on the newest of two checkpoints: resuming warns (``expected`` names the
+    problem), falls back to the older one, and ends with the model of an uninterrupted run."""
     run_to_step(tiny_bert, data, tmp_path / "straight", 6)
     reference = pl.LongDocReranker.from_pretrained(tmp_path / "straight" / "step-000006")
     with pytest.raises(Interrupt):
         run_to_step(tiny_bert, data, tmp_path / "run", 6, stop_at=4)
     assert [p.name for p in checkpoints(tmp_path / "run")] == ["step-000003", "step-000004"]
-    broken = tmp_path / "run" / "step-000004" / damage
-    broken.write_bytes(broken.read_bytes()[: len(broken.read_bytes()) // 2])  # a half-written file
-    with pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{damage}.*resumed from .*step-000003"):
+    damage(tmp_path / "run" / "step-000004")
+    with pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{expected}.*resumed from .*step-000003"):
         history = run_to_step(tiny_bert, data, tmp_path / "run", 6)
     assert len(history) == 6
     resumed = pl.LongDocReranker.from_pretrained(tmp_path / "run" / "step-000006")
     for (name, a), b in zip(reference.model.state_dict().items(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("damage", ["training_state.safetensors", "trainer_state.json", "model.safetensors"])
+def test_a_damaged_checkpoint_falls_back_to_the_previous_one(tiny_bert, data, tmp_path, damage):
+    def half_written(folder):
+        broken = folder / damage
+        broken.write_bytes(broken.read_bytes()[: len(broken.read_bytes()) // 2])
+
+    resumes_past_damage(tiny_bert, data, tmp_path, half_written, damage)
 
 
 def test_no_valid_checkpoint_names_every_file(tiny_bert, data, tmp_path):

@@ -10,7 +10,7 @@ from pyterrier_longdoc.training import TrainingArguments
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
 from pyterrier_longdoc.training.sampling import split_validation
 from pyterrier_longdoc.training.selection import TrainingBelowStartWarning
-from test_training import FAST, new_model, toy_task, train_toy, weights
+from test_training import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 VALID = dict(valid_metric="RR@10")
 
@@ -141,16 +141,9 @@ def test_resume_with_selection_ends_as_an_uninterrupted_run(tiny_bert, tmp_path)
     straight = new_model(tiny_bert)
     full = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
 
-    class Interrupt(Exception):
-        pass
-
-    def stop_at_step_5(row):
-        if row["step"] == 5:
-            raise Interrupt
-
     with pytest.raises(Interrupt):
-        new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed",
-                                 callback=stop_at_step_5, **options)
+        new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", callback=stop_at(5),
+                                 **options)
     assert latest_checkpoint(tmp_path / "resumed").name == "step-000005"
     resumed = new_model(tiny_bert)
     history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
@@ -172,5 +165,5 @@ def test_training_arguments_check_every_setting():
                 dict(patience=True), dict(load_best_model_at_end="yes"), dict(loss="hinge"), dict(seed=1.5)):
         with pytest.raises(ValueError):
             TrainingArguments(**bad)
-    with pytest.raises(ValueError, match=r"unknown training option 'epoch'; valid options: .*epochs"):
+    with pytest.raises(TypeError, match=r"unknown fit option 'epoch'; valid options: .*epochs"):
         TrainingArguments.from_options({"epoch": 1})

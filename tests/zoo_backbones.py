@@ -24,14 +24,22 @@ ZOO_SETTINGS = {
     "neural_model1": SMALL_DISJOINT,
     "longp": {"max_doc_tokens": 96},
 }
+# decoder-only LMs (tests/llm_backbones.py; their own training checks are in tests/test_llm.py)
+LLM_SETTINGS = {"llm_firstp": {"max_length": 48, "max_query_tokens": 8, "max_doc_tokens": 64},
+                "llm_maxp": SMALL_CHUNKS, "llm_sump": SMALL_CHUNKS, "llm_kmax_avgp": SMALL_CHUNKS,
+                "llm_longp": {"max_doc_tokens": 96}}
 
 
 def tiny_backbone_for(name: str, tmp_path) -> tuple[str, dict] | None:
     """The backbone directory and small settings to test the zoo model ``name`` with, offline;
     None for the other models (the tiny BERT and the contract test's own settings suit them)."""
+    tmp_path = Path(tmp_path)
+    if name in LLM_SETTINGS:
+        from llm_backbones import write_tiny_lm
+
+        return str(write_tiny_lm(tmp_path / "tiny-llama")), dict(LLM_SETTINGS[name])
     if name not in ZOO_SETTINGS:
         return None
-    tmp_path = Path(tmp_path)
     settings = dict(ZOO_SETTINGS[name])
     if name == "longp":
         return str(write_tiny_longformer(tmp_path / "tiny-longformer")), settings

@@ -28,6 +28,8 @@ class Aggregator(nn.Module):
     #: scores with a chunk head ``head`` (``[..., H] -> [..., 1]``): a trained cross-encoder's own
     #: sequence-classification head when the model starts from one, else a new head
     chunk_head: ClassVar[bool] = False
+    #: scores with no trained parameters of its own (a bi-encoder's similarity): no new head to warn of
+    zero_shot: ClassVar[bool] = False
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__()

@@ -11,14 +11,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "last")
 
 
 def pool(output, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """A sequence's vector: its first token ([CLS], <s>) or the mean of its tokens."""
+    """A sequence's vector: its first token ([CLS], <s>), the mean of its tokens, or its last
+    non-pad token (decoder-only models: the only one that has seen the whole sequence), wherever
+    the padding is, left or right."""
     states = output.last_hidden_state
     if pooling == "cls":
         return states[:, 0]
+    if pooling == "last":
+        positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+        last = (positions * attention_mask.bool()).argmax(1)
+        return states[torch.arange(len(states), device=states.device), last]
     mask = attention_mask.unsqueeze(-1).to(states.dtype)
     return (states * mask).sum(1) / mask.sum(1).clamp(min=1)
 
@@ -50,7 +56,12 @@ def _distilbert(head, x):  # DistilBERT: dense, ReLU, dropout, linear
     return head.classifier(head.dropout(torch.relu(head.pre_classifier(x))))
 
 
+def _score_layer(head, x):  # decoder-only LMs (Llama, Qwen2, Mistral, Gemma, GPT-2): a linear layer on the last token
+    return head.score(x)
+
+
 _LAYOUTS = {
+    frozenset({"score"}): _score_layer,
     frozenset({"pooler", "dropout", "classifier"}): _pooler_then_linear,
     frozenset({"classifier"}): _classification_head,
     frozenset({"head", "drop", "classifier"}): _modernbert,
@@ -108,12 +119,15 @@ def split_sequence_classifier(model: nn.Module) -> tuple[nn.Module, ClassifierHe
     if frozenset(modules) not in _LAYOUTS:
         raise ValueError(f"{type(model).__name__}: its sequence-classification head ({sorted(modules)}) is not one "
                          "pyterrier_longdoc can apply to chunks (BERT, ELECTRA, RoBERTa/XLM-R, DeBERTa-v2/v3, "
-                         "ModernBERT, DistilBERT, Longformer and BigBird heads are)")
+                         "ModernBERT, DistilBERT, Longformer and BigBird heads are, and the last-token score layer "
+                         "of decoder-only LMs)")
     num_labels = model.config.num_labels
     if num_labels not in (1, 2):
         raise ValueError(f"{type(model).__name__} has {num_labels} labels; a ranking head has 1 (a score) or 2 "
                          "(not relevant, relevant)")
     pooling = getattr(model.config, "classifier_pooling", "cls")
+    if set(modules) == {"score"}:  # transformers' causal LMs score the last non-pad token
+        pooling = "last"
     return encoder, ClassifierHead(modules, pooling if pooling in POOLINGS else "cls", num_labels, in_encoder)
 
 

@@ -16,8 +16,8 @@ from .score import ScoreAggregator
 class LongPAggregator(ScoreAggregator):
     """The chunk head on the [CLS] vector or on the mean of the token vectors of the one chunk.
 
-    ``pooling=None`` takes the encoder's own ``classifier_pooling`` (ModernBERT) and else
-    ``"cls"``. Encoders that take a ``global_attention_mask`` (Longformer) get global
+    ``pooling=None`` takes the encoder's own ``classifier_pooling`` (ModernBERT) and else the
+    head's (``"last"`` for a decoder-only LM's score layer, else ``"cls"``). Encoders that take a ``global_attention_mask`` (Longformer) get global
     attention on [CLS] and the query tokens, as in the Longformer paper's QA setup.
 
     BigBird's block-sparse attention makes the last block global, so a document's score
@@ -34,7 +34,7 @@ class LongPAggregator(ScoreAggregator):
     def attach(self, encoder, tokenizer, chunking) -> None:
         if self.pooling is None:
             own = getattr(encoder.config, "classifier_pooling", None)
-            self.pooling = own if own in POOLINGS else "cls"
+            self.pooling = own if own in POOLINGS else self.head.pooling
         self.head.pooling = self.pooling
         self.global_attention = "global_attention_mask" in inspect.signature(encoder.forward).parameters
         self.attention_type = getattr(encoder.config, "attention_type", None) if hasattr(

@@ -13,7 +13,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names"]
+__all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names", "fit_option_defaults"]
 
 # fit's keyword arguments that are data or callables, not settings (they are never saved)
 DATA_OPTIONS = ("text", "valid_topics", "valid_qrels", "valid_candidates", "callback")
@@ -96,11 +96,11 @@ class TrainingArguments:
     def from_options(cls, options: dict | None = None, **overrides) -> "TrainingArguments":
         """Arguments from a dict of options (e.g. a model's ``fit_options``), refusing unknown names."""
         options = {**(options or {}), **overrides}
-        check_option_names(options, data=False)
+        check_option_names(options, "training options", data=False)
         return cls(**options)
 
     def replace(self, **changes) -> "TrainingArguments":
-        check_option_names(changes, data=False)
+        check_option_names(changes, "training options", data=False)
         return dataclasses.replace(self, **changes)
 
     def identity(self) -> dict:
@@ -121,18 +121,24 @@ class TrainingArguments:
         return self.load_best_model_at_end
 
 
-def option_names() -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(TrainingArguments))
+def fit_option_defaults(data: bool = True) -> dict[str, Any]:
+    """The options ``fit`` takes, with their defaults: the settings, and (``data``) the data
+    arguments such as ``text`` and ``valid_topics``."""
+    settings = {f.name: f.default for f in dataclasses.fields(TrainingArguments)}
+    return {**settings, **({name: None for name in DATA_OPTIONS} if data else {})}
 
 
-def check_option_names(options: dict, *, data: bool = True) -> None:
-    """A ValueError naming every unknown option and listing the valid ones (``data``: also
-    ``fit``'s data arguments such as ``text`` and ``valid_topics``)."""
-    valid = option_names() + (DATA_OPTIONS if data else ())
-    unknown = sorted(set(options) - set(valid))
+def check_option_names(options: dict, where: str = "fit_options", *, data: bool = True) -> dict:
+    """``options`` itself; a TypeError naming every unknown option and listing the valid ones, where
+    they are given (a model's ``fit_options``, the CLI's ``--fit``) rather than when training starts."""
+    if not isinstance(options, dict):
+        raise TypeError(f"{where} must be a dict of fit options, got {type(options).__name__}")
+    valid = list(fit_option_defaults(data))
+    unknown = [name for name in options if name not in valid]
     if unknown:
-        raise ValueError(f"unknown training option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                         f"valid options: {', '.join(sorted(valid))}")
+        raise TypeError(f"{where}: unknown fit option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))}; valid options: {', '.join(valid)}")
+    return options
 
 
 def _is_number(value) -> bool:

@@ -3,9 +3,10 @@
 A checkpoint is a directory ``step-000123`` holding the model as ``save_pretrained`` writes it,
 ``training_state.safetensors`` (optimizer tensors and the torch RNG state of every training
 process: ``rng.torch`` for rank 0, ``rng.torch.<rank>`` for the others) and ``trainer_state.json``
-(step, options, a fingerprint of the training data, history, the optimizer's plain values and
-whatever else the trainer keeps, such as the gradient scaler's state). The newest ``keep``
-checkpoints are kept, so a checkpoint damaged after it was written (a full disk, a bad copy)
+(step, options, a fingerprint of the training data, history, the optimizer's plain values,
+whatever else the trainer keeps, such as the gradient scaler's state, and the SHA-256 of every
+other file of the checkpoint). The newest ``keep`` checkpoints are kept, so a checkpoint damaged
+after it was written (a full disk, a bad copy, changed bytes) is found by its checksums and
 leaves an older one to resume from.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from .._files import check_safetensors
+from .._files import check_safetensors, file_sha256
 from .._text import without_lone_surrogates
 
 STATE_TENSORS = "training_state.safetensors"
@@ -51,7 +52,9 @@ def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim
         for rank, state in enumerate(rng_states or [torch.get_rng_state()]):
             tensors[_rng_key(rank)] = state
         save_file(tensors, str(tmp / STATE_TENSORS))
-        (tmp / STATE_JSON).write_text(json.dumps({**trainer_state, "step": step, "optimizer": plain}, indent=1))
+        checksums = {f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if f.is_file()}
+        (tmp / STATE_JSON).write_text(json.dumps({**trainer_state, "step": step, "optimizer": plain,
+                                                  "checksums": checksums}, indent=1))
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)  # atomic: a reader sees the old checkpoint or the complete new one
@@ -151,6 +154,7 @@ def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
             raise ValueError("not a trainer state (step, options, history, optimizer)")
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise CorruptCheckpoint(f"{state_file} is unreadable ({type(error).__name__}: {error})") from error
+    verify_checksums(path, state.pop("checksums", None))
     if check is not None:
         check(path, state)
     try:
@@ -159,6 +163,7 @@ def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
         rng = tensors.get(_rng_key(rank), tensors["rng.torch"])
     except (OSError, SafetensorError, ValueError, KeyError) as error:
         raise CorruptCheckpoint(f"{tensors_file} is unreadable ({type(error).__name__}: {error})") from error
+    check_rng_state(rng, tensors_file)
     try:
         check_safetensors(path)
         reranker.model.load_weights(path)
@@ -167,6 +172,32 @@ def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
     torch.set_rng_state(rng)
     optimizer.load_state_dict(optimizer_state)
     return state
+
+
+def verify_checksums(path: Path, checksums) -> None:
+    """Every file the checkpoint was written with is there with the same bytes (checkpoints of
+    versions that wrote no checksums are only read and checked as they load)."""
+    if checksums is None:
+        return
+    if not isinstance(checksums, dict):
+        raise CorruptCheckpoint(f"{path / STATE_JSON} is unreadable (its checksums are not a mapping)")
+    for name, digest in checksums.items():
+        file = path / name
+        if not file.is_file():
+            raise CorruptCheckpoint(f"{file} is missing")
+        if file_sha256(file) != digest:
+            raise CorruptCheckpoint(f"{file} is damaged: its SHA-256 is not the one it was written with")
+
+
+def check_rng_state(state: torch.Tensor, file: Path) -> None:
+    """A RNG state torch accepts, tried before anything is restored; the global state is left as it was."""
+    current = torch.get_rng_state()
+    try:
+        torch.set_rng_state(state)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise CorruptCheckpoint(f"{file} holds an invalid RNG state ({error})") from error
+    finally:
+        torch.set_rng_state(current)
 
 
 def _rng_key(rank: int) -> str:

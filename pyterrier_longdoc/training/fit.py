@@ -88,7 +88,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
     which checkpoints do not hold, and some CUDA kernels are not deterministic, so a resumed run
     ends close to, not bitwise equal to, an uninterrupted one.
     """
-    check_option_names(options, data=False)
+    check_option_names(options, "fit", data=False)
     args = (args or TrainingArguments()).replace(**options) if options else (args or TrainingArguments())
     data = prepare(reranker, args, topics, qrels, candidates, text, (valid_topics, valid_qrels, valid_candidates))
     return Trainer(reranker, args, data, callback).train()

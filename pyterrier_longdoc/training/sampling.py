@@ -106,7 +106,9 @@ def text_lookup(candidates: pd.DataFrame, text_field: str, text) -> TextLookup:
             where = (f"{n_blank} of them {'has' if n_blank == 1 else 'have'} None/NaN in the candidates' "
                      f"{text_field!r} column, the others are not in it" if n_blank
                      else f"they are not in the candidates' {text_field!r} column")
-            source = "nor in the text= given" if text is not None else f"pass text= {TEXT_FORMS}"
+            source = "nor in the text= given" if text is not None else (
+                f"pass text= {TEXT_FORMS}; inside a pipeline, whose fit passes only topics and qrels, give it "
+                "when building the model: fit_options={'text': ...}")
             raise ValueError(f"no {text_field!r} for documents {absent[:5]} ({len(absent)} in all): {where}; {source}")
         return [known[d] for d in docnos]
 
@@ -197,9 +199,23 @@ def checked_topics(topics, name: str, context) -> pd.DataFrame:
 
 
 def checked_qrels(qrels, name: str) -> pd.DataFrame:
-    """Qrels with numeric labels (numeric strings are read as numbers); errors name the rows."""
+    """Qrels with numeric labels (numeric strings are read as numbers; errors name the rows) and
+    one row per (qid, docno): a pair listed twice counts once, and a pair listed with different
+    labels gets the largest, with a warning naming it."""
     require_frame(qrels, name, ["qid", "docno", "label"])
-    return qrels.assign(label=numeric_column(qrels, "label", name))
+    qrels = qrels.assign(label=numeric_column(qrels, "label", name))
+    key = qrels["qid"].astype(str) + "\t" + qrels["docno"].astype(str)
+    if not key.duplicated().any():
+        return qrels
+    labels = qrels["label"].groupby(key.to_numpy(), sort=False)
+    conflicting = labels.nunique()[lambda n: n > 1].index
+    if len(conflicting):
+        examples = ", ".join("qid={!r} docno={!r} labels {}".format(*k.split("\t", 1), labels.get_group(k).tolist())
+                             for k in conflicting[:3])
+        warnings.warn(f"{name}: {len(conflicting)} (qid, docno) pairs are judged more than once with different "
+                      f"labels (e.g. {examples}); each keeps its largest label", stacklevel=3)
+    order = np.argsort(-qrels["label"].to_numpy(), kind="stable")  # the largest label of a pair first
+    return qrels.iloc[np.sort(order[~key.iloc[order].duplicated().to_numpy()])]
 
 
 @dataclass
@@ -226,8 +242,14 @@ def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: st
     if not usable:
         raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
     if skipped:
-        warnings.warn(f"{skipped} of {len(topics)} training queries have no judged-relevant document or no "
-                      "negative among their candidates and were skipped", stacklevel=3)
+        without = {"a judged-relevant document": [], "a negative among their candidates": []}
+        for qid in topics["qid"].astype(str):
+            if qid not in usable:
+                pos, neg = pools.get(qid, ([], []))
+                without["a judged-relevant document" if not pos else "a negative among their candidates"].append(qid)
+        named = "; ".join(f"{len(qids)} without {what} (e.g. {', '.join(map(repr, qids[:5]))})"
+                          for what, qids in without.items() if qids)
+        warnings.warn(f"{skipped} of {len(topics)} training queries were skipped: {named}", stacklevel=3)
     return TrainingData(topics, qrels, frame, usable, text_lookup(frame, text_field, text))
 
 

@@ -186,6 +186,10 @@ class Trainer:
             return
         self.resumed_from, state = resumed
         self.global_step, self.history = state["step"], state["history"]
+        warnings.warn(f"{self.resumed_from}: resumed at step {self.global_step} of {self.total_steps}"
+                      if self.global_step < self.total_steps else
+                      f"{self.resumed_from}: this run was already complete ({self.total_steps} steps): the model is "
+                      "its trained model, nothing was trained now (restart=True trains again)", stacklevel=6)
         if self.scaler is not None and state.get("grad_scaler"):
             self.scaler.load_state_dict(state["grad_scaler"])
         if self.selection is not None and state.get("selection"):

@@ -1,0 +1,67 @@
+"""BiEncoderModel: the engine for bi-encoders, which embed the query and each window apart.
+
+A window is its own sequence (``[CLS] doc_prefix window [SEP]``) and the query too (``[CLS]
+query_prefix query [SEP]``), each embedded once per call however many documents it is scored
+with; the rest is the engine's (tokenized once, cut into windows, length-sorted batches, OOM
+back-off, regrouped per document), and the aggregator compares the embeddings.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ._batching import ChunkBatch
+from ._chunking import Chunking, SpecialLayout
+from ._model import LongDocModel, Scored
+
+
+class BiEncoderModel(LongDocModel):
+    """A LongDocModel whose sequences hold one text each: the query, or one window.
+
+    The query is not in a window's sequence, so a window may fill ``max_length`` less its own
+    special tokens and prefix (``window=None``). Queries are embedded by :meth:`encode_queries`,
+    windows by :meth:`encode` (the same computation).
+    """
+
+    def __init__(self, encoder, tokenizer, aggregator, chunking: Chunking):
+        queries = chunking.max_query_tokens
+        # the windows' chunking: max_query_tokens of room that no query takes
+        super().__init__(encoder, tokenizer, aggregator,
+                         dataclasses.replace(chunking, max_length=chunking.max_length + queries))
+        self.query_layout = SpecialLayout.single(tokenizer, chunking.query_prefix)
+        # a query is the one window of its own sequence
+        self.query_chunking = Chunking(window=queries, max_query_tokens=1, max_doc_tokens=queries, max_chunks=1,
+                                       max_length=1 + queries + self.query_layout.n_special)
+
+    @staticmethod
+    def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
+        return SpecialLayout.single(tokenizer, chunking.doc_prefix)
+
+    def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
+        """The embeddings of a batch of queries (each in the document slot of its sequence)."""
+        return LongDocModel.encode(self, batch)
+
+    def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,
+              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None) -> Scored:
+        with self._stage("tokenize"):
+            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
+        with self._stage("tokenize"):
+            doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        distinct: dict[str, tuple[int, int]] = {}  # query -> (its index among the distinct ones, its first row)
+        for row, query in enumerate(queries):
+            distinct.setdefault(query, (len(distinct), row))
+        which = torch.tensor([distinct[query][0] for query in queries], dtype=torch.long)
+        unique = [query_ids[row] for _, row in distinct.values()]
+        nothing = np.empty(0, dtype=np.int32)
+        query_vectors, _ = self.encode_chunks(
+            [nothing] * len(unique), unique, self.query_chunking, self.query_layout, batch_size=batch_size,
+            progress=progress, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
+        windows, mask = self.encode_chunks([nothing] * len(doc_ids), doc_ids, self.chunking, self.layout,
+                                            batch_size=batch_size, progress=progress,
+                                            workers=workers or [self._encode_on_device])
+        with self._stage("aggregate"):
+            scores = self.aggregator((windows, query_vectors[:, 0][which.to(windows.device)]), mask).float()
+        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))

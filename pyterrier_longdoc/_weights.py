@@ -1,0 +1,74 @@
+"""``model.safetensors`` under transformers' names, so a saved folder is what its config.json claims.
+
+The encoder's weights are saved under its base-model prefix (``bert.*``), as transformers saves
+them. A window scorer (FirstP, MaxP, SumP, KMaxAvgP, LongP with a sequence-classification head)
+saves its head as its ``*ForSequenceClassification`` model has it (``classifier.*``, BERT's
+pooler as ``bert.pooler.*``), and config.json names that architecture: the folder is also a
+cross-encoder that ``sentence_transformers.CrossEncoder`` and ``AutoModelForSequenceClassification``
+load, scoring a window as the model does. Every other model names the encoder's own class
+(``BertModel``), which is all of it transformers can load; its head keeps the library's names.
+Folders saved under the library's names (version 0.2.0) still load.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import nn
+
+from .aggregators.heads import POOLINGS, ClassifierHead
+from .aggregators.score import ScoreAggregator
+
+
+def scores_windows(model: nn.Module) -> bool:
+    """Whether the model scores each window as its architecture's sequence classifier does (a
+    cross-encoder): with that head, pooled as the architecture pools (LongP may pool otherwise)."""
+    head = getattr(model.aggregator, "head", None)
+    own = getattr(model.encoder.config, "classifier_pooling", "cls")
+    return (isinstance(model.aggregator, ScoreAggregator) and isinstance(head, ClassifierHead)
+            and head.pooling == (own if own in POOLINGS else "cls"))
+
+
+def saved_names(model: nn.Module) -> dict[str, str]:
+    """The model's state-dict names -> the names in ``model.safetensors``."""
+    prefix = getattr(model.encoder, "base_model_prefix", "") or "encoder"
+    head = model.aggregator.head if scores_windows(model) else None
+    names = {}
+    for name in model.state_dict():
+        scope, _, rest = name.partition(".")
+        if scope == "encoder":
+            names[name] = f"{prefix}.{rest}"
+        elif head is not None and name.startswith("aggregator.head."):
+            module = rest.removeprefix("head.")
+            names[name] = f"{prefix}.{module}" if module.split(".")[0] in head.in_encoder else module
+        else:
+            names[name] = name
+    return names
+
+
+def architecture(model: nn.Module) -> str:
+    """What config.json's ``architectures`` names: the sequence-classification class of a
+    window scorer, else the encoder's class."""
+    if scores_windows(model):
+        from transformers import AutoModelForSequenceClassification
+
+        mapping = AutoModelForSequenceClassification._model_mapping
+        if type(model.encoder.config) in mapping:
+            return mapping[type(model.encoder.config)].__name__
+    return type(model.encoder).__name__
+
+
+def save_weights(model: nn.Module, file: Path) -> None:
+    from safetensors.torch import save_file
+
+    names = saved_names(model)
+    save_file({names[k]: v.detach().contiguous() for k, v in model.state_dict().items()}, str(file),
+              metadata={"format": "pt"})
+
+
+def read_weights(model: nn.Module, file: Path, device: str) -> tuple[list[str], list[str]]:
+    """Loads ``file`` saved under transformers' names or the library's own; returns (missing, unexpected)."""
+    from safetensors.torch import load_file
+
+    internal = {saved: name for name, saved in saved_names(model).items()}
+    tensors = load_file(str(file), device=device)
+    return model.load_state_dict({internal.get(k, k): v for k, v in tensors.items()}, strict=False)

@@ -1,0 +1,121 @@
+"""The calls RankGPT makes to a chat backend: answers cached by prompt, retries with exponential
+back-off, and a count of the tokens sent and received."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .backends import ChatBackend, Reply
+
+USAGE_KEYS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "repaired_answers")
+
+
+class ChatCallError(RuntimeError):
+    """A request that failed for good (not retryable, or out of retries); the message has the
+    status and the server's words, never the API key."""
+
+
+class ChatCalls:
+    """Sends prompts to ``backend``, at most once per distinct prompt.
+
+    Args:
+        backend: a :class:`ChatBackend`.
+        cache: keep answers in memory, keyed by the backend's settings and the messages.
+        cache_dir: also keep them on disk, one JSON file per prompt (shared between runs and
+            processes: files are written whole, then renamed).
+        retries: further attempts after a rate limit (429), a server error (5xx) or a lost
+            connection; other errors (a bad request, a wrong key) fail at once.
+        backoff: seconds before the first retry, doubled each time up to ``max_backoff``; a
+            ``Retry-After`` header of the server wins when it asks for longer.
+    """
+
+    def __init__(self, backend: ChatBackend, *, cache: bool = True, cache_dir: str | os.PathLike | None = None,
+                 retries: int = 6, backoff: float = 1.0, max_backoff: float = 60.0):
+        if not isinstance(backend, ChatBackend):
+            raise TypeError(f"backend must be a ChatBackend (OpenAIChat, AnthropicChat, TransformersChat), "
+                            f"got {type(backend).__name__}")
+        if retries < 0 or backoff < 0:
+            raise ValueError(f"retries and backoff must be >= 0, got {retries} and {backoff}")
+        self.backend, self.retries, self.backoff, self.max_backoff = backend, retries, backoff, max_backoff
+        self.cache = {} if cache or cache_dir else None
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.usage = dict.fromkeys(USAGE_KEYS, 0)
+        self._lock = threading.Lock()
+
+    def count(self, **amounts: int) -> None:
+        with self._lock:  # RankGPT may send several queries' prompts at once, from threads
+            for name, amount in amounts.items():
+                self.usage[name] += amount
+
+    def key(self, messages: list[dict]) -> str:
+        prompt = json.dumps([self.backend.settings, messages], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def __call__(self, messages: list[dict]) -> str:
+        key = self.key(messages) if self.cache is not None else None
+        answer = self._cached(key) if key else None
+        if answer is not None:
+            self.count(cache_hits=1)
+            return answer
+        reply = self._with_retries(messages)
+        self.count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        if key:
+            self._store(key, reply.text)
+        return reply.text
+
+    def _with_retries(self, messages: list[dict]) -> Reply:
+        for attempt in range(self.retries + 1):
+            try:
+                return self.backend.complete(messages)
+            except Exception as error:  # the clients' own exception types; the backend says which to retry
+                if not self.backend.retryable(error) or attempt == self.retries:
+                    failure = self._failure(error, attempt + 1)
+                    break
+                self.count(retries=1)
+                delay = self._delay(error, attempt)
+            time.sleep(delay)
+        # raised out of the except block: the client's exception (its request carries the key) is not its context
+        raise failure
+
+    def _delay(self, error: Exception, attempt: int) -> float:
+        delay = min(self.max_backoff, self.backoff * 2 ** attempt)
+        headers = getattr(getattr(error, "response", None), "headers", None) or {}
+        try:
+            return min(self.max_backoff, max(delay, float(headers.get("retry-after", 0))))
+        except ValueError:  # an HTTP date instead of seconds
+            return delay
+
+    def _failure(self, error: Exception, attempts: int) -> ChatCallError:
+        status = getattr(error, "status_code", None)
+        what = f"HTTP {status}" if status is not None else type(error).__name__
+        message = self.backend.scrub(f"{self.backend!r}: request failed after {attempts} attempt(s): {what}: {error}")
+        return ChatCallError(message)
+
+    def _path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _cached(self, key: str) -> str | None:
+        if key in self.cache:
+            return self.cache[key]
+        if self.cache_dir is not None and self._path(key).is_file():
+            try:
+                self.cache[key] = json.loads(self._path(key).read_text(encoding="utf-8"))["answer"]
+                return self.cache[key]
+            except (ValueError, KeyError, TypeError):  # a damaged file is asked again and rewritten
+                return None
+        return None
+
+    def _store(self, key: str, answer: str) -> None:
+        self.cache[key] = answer
+        if self.cache_dir is None:
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False) as f:
+            json.dump({"answer": answer}, f, ensure_ascii=False)
+        os.replace(f.name, path)

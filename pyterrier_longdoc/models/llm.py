@@ -1,0 +1,129 @@
+"""LLM cross-encoders: FirstP, MaxP, SumP, k-max average and LongP over decoder-only LMs.
+
+Ma, Wang, Yang, Wei, Lin, "Fine-Tuning LLaMA for Multi-Stage Text Retrieval" (RankLLaMA),
+SIGIR 2024: a causal LM's sequence-classification head reads the last token of
+``query: {q}`` ... ``document: {d}</s>``, fine-tuned with LoRA; the positional-bias study
+behind MS MARCO FarRelevant evaluates FirstP and LongP over TinyLLAMA so.
+
+Why classes and not only an option: the engine already handles a decoder-only backbone in any
+score model (its ``*ForSequenceClassification`` head is a linear ``score`` layer, which the
+engine reads at the last non-pad token, with an EOS appended; no token types), so
+``MaxP(llama_checkpoint)`` scores as that checkpoint does. What these classes add is what a
+RankLLaMA model *is* beyond its backbone, saved with it: RankLLaMA's input template
+(``query_prefix``, ``doc_prefix``), LoRA adapters (``lora``) and gradient checkpointing for
+``fit``, and a check that the backbone is a decoder. Each is the encoder model class with this
+mixin (``LLMMaxP`` is a ``MaxP``): the aggregation is not written twice.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._lora import add_lora, has_lora, lora_settings, merge_lora, save_adapter
+from .longp import LongP
+from .score import FirstP, KMaxAvgP, MaxP, SumP
+
+LORA_LR = 1e-4  # RankLLaMA's learning rate for its LoRA adapters
+LLM_DEFAULTS = {"query_prefix": "query: ", "doc_prefix": "document: ", "lora": {}, "gradient_checkpointing": True}
+
+
+class LLMCrossEncoder:
+    """What the LLM models add to their encoder model class (a mixin, first in the bases).
+
+    Settings: ``query_prefix="query: "``, ``doc_prefix="document: "`` (RankLLaMA's template;
+    ``""`` for none); ``lora``: LoRA adapters added to the LM, a dict of ``r`` (8), ``alpha``
+    (64), ``dropout`` (0.1) and ``target_modules`` (``"all-linear"``), RankLLaMA's; ``{}`` for
+    those defaults, ``None`` to train every weight; with adapters, ``fit`` trains only them and
+    the score head, by default at RankLLaMA's ``lr=1e-4`` (``fit_options`` or ``fit(lr=...)``
+    change it). ``gradient_checkpointing`` (True): recompute activations in the backward pass
+    rather than keep them (training only). On a CUDA device the default dtype is bf16.
+    Start from a RankLLaMA-style checkpoint: a causal LM's ``*ForSequenceClassification`` folder
+    (its score head kept), or a peft adapter folder whose ``adapter_config.json`` names the base
+    model (merged into it); a plain LM gets a new score head.
+    """
+
+    backbone_settings = ("lora", "gradient_checkpointing")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.settings["lora"] is not None:  # adapters learn at RankLLaMA's rate, not full fine-tuning's
+            self.fit_options.setdefault("lr", LORA_LR)
+
+    @classmethod
+    def _prepare_backbone(cls, model, settings: dict) -> None:
+        if getattr(getattr(model.aggregator, "head", None), "pooling", None) != "last":
+            encoder_class = next(c for c in cls.__mro__[1:] if not issubclass(c, LLMCrossEncoder))
+            raise ValueError(f"{cls.__name__} needs a decoder-only LM (Llama, Qwen2, Mistral, Gemma, ...) whose "
+                             f"sequence-classification head reads the last token; {type(model.encoder).__name__} is "
+                             f"not one: use {encoder_class.__name__} for an encoder")
+        if settings.get("gradient_checkpointing"):
+            # non-reentrant: gradients reach the adapters even though the LM's inputs need none
+            enable = getattr(model.encoder, "activation_checkpointing_enable", None)  # transformers >= 5.x
+            if enable is not None:
+                enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        settings["lora"] = lora_settings(settings.get("lora"))
+        if settings["lora"] is not None:
+            add_lora(model.encoder, settings["lora"])
+
+    def merge_lora(self) -> None:
+        """Merges the LoRA adapters into the LM's weights (peft's ``merge_and_unload``): the same
+        scores, no adapter layers; ``lora`` becomes None, so ``save_pretrained`` writes a plain
+        model, which ``save_cross_encoder`` turns into a standard sequence-classification folder."""
+        if not has_lora(self.model.encoder):
+            raise ValueError(f"{type(self).__name__} has no LoRA adapters to merge (lora=None)")
+        merge_lora(self.model.encoder)
+        self.config.settings["lora"] = None
+        self._replicas = None
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        if has_lora(self.model.encoder):
+            raise ValueError(f"{type(self).__name__} has LoRA adapters: call merge_lora() first, then "
+                             "save_cross_encoder writes the merged sequence classifier (or save_adapter the adapters)")
+        super().save_cross_encoder(path)
+
+    def save_adapter(self, path: str | os.PathLike) -> None:
+        """Writes the LoRA adapters and the score head in peft's format, as RankLLaMA publishes
+        its models: ``peft.PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(base), path)``
+        scores a window as this model does, and this class starts from the folder too."""
+        if not has_lora(self.model.encoder):
+            raise ValueError(f"{type(self).__name__} has no LoRA adapters to save (lora=None): use save_pretrained")
+        save_adapter(self.model.encoder, self.model.aggregator.head, Path(path), self.config.base_model)
+        self.model.tokenizer.save_pretrained(path)
+
+
+class LLMFirstP(LLMCrossEncoder, FirstP):
+    """LLM FirstP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) on the query and the start of the document."""
+
+    name = "llm_firstp"
+    defaults = {**FirstP.defaults, **LLM_DEFAULTS}
+
+
+class LLMMaxP(LLMCrossEncoder, MaxP):
+    """LLM MaxP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the best decides."""
+
+    name = "llm_maxp"
+    defaults = {**MaxP.defaults, **LLM_DEFAULTS}
+
+
+class LLMSumP(LLMCrossEncoder, SumP):
+    """LLM SumP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the scores summed."""
+
+    name = "llm_sump"
+    defaults = {**SumP.defaults, **LLM_DEFAULTS}
+
+
+class LLMKMaxAvgP(LLMCrossEncoder, KMaxAvgP):
+    """LLM k-max average: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024), the mean of the k best windows."""
+
+    name = "llm_kmax_avgp"
+    defaults = {**KMaxAvgP.defaults, **LLM_DEFAULTS}
+
+
+class LLMLongP(LLMCrossEncoder, LongP):
+    """LLM LongP: the whole document in one sequence of a decoder-only LM's long context (RankLLaMA, Ma et al.
+    SIGIR 2024; LongP over TinyLLAMA in the positional-bias study of MS MARCO FarRelevant)."""
+
+    name = "llm_longp"
+    defaults = {**LongP.defaults, **LLM_DEFAULTS}

