@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from ._chunking import Chunking
+from ._registry import CHUNKING_SETTINGS
 
-CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
 RUNTIME_OPTIONS = ("batch_size", "text_field", "verbose", "warn_cropping")
 
 

@@ -23,13 +23,13 @@ from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
 from ._pairs import PairScoring
-from ._parameters import CHUNKING_SETTINGS, Parameters
+from ._parameters import Parameters
+from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
 from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
 from ._warn import warn
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
-_REGISTRY: dict[str, type["LongDocReranker"]] = {}
 # documents scored per call of the engine: bounds memory for frames of any size
 _GROUP_SIZE = 2048
 
@@ -40,24 +40,10 @@ class UntrainedHeadWarning(UserWarning):
 
 def _register_models() -> None:
     """The model classes register themselves when ``models`` loads; a caller that loaded only the
-    engine (PyTerrier's artifact entry point, the command line) gets them here."""
+    engine (PyTerrier's artifact entry point) gets them here."""
     import importlib
 
     importlib.import_module(f"{__package__}.models")
-
-
-def model_class(name: str) -> type["LongDocReranker"]:
-    """The model class registered under a short name such as ``"parade_attn"``."""
-    _register_models()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def registered_models() -> dict[str, type["LongDocReranker"]]:
-    _register_models()
-    return dict(sorted(_REGISTRY.items()))
 
 
 class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
@@ -114,11 +100,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        name = cls.__dict__.get("name")
-        if name:
-            if name in _REGISTRY and _REGISTRY[name] is not cls:
-                raise ValueError(f"model name {name!r} is taken by {_REGISTRY[name].__qualname__}")
-            _REGISTRY[name] = cls
+        register(cls)
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
@@ -127,7 +109,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         if self.name is None:
             _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
-                            f"for a saved model, or a model class ({', '.join(sorted(_REGISTRY))})")
+                            f"for a saved model, or a model class ({known_names()})")
         folder = _saved_folder(str(model_name_or_path))
         self._runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping), fit_options)
         flags = {"trust_remote_code": True} if trust_remote_code else {}
@@ -191,7 +173,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         if saved is not None and saved.model != cls.name:
             raise ValueError(f"{source} holds a {saved.model!r} model, not {cls.name!r}: load it with "
                              f"{model_class(saved.model).__name__}.from_pretrained or LongDocReranker.from_pretrained")
-        merged = cls._settings({**cls.defaults, **(saved.settings if saved else {}), **settings})
+        merged = cls.check_settings({**cls.defaults, **(saved.settings if saved else {}), **settings})
         chunk_head = cls.aggregator.chunk_head
         if saved is not None:
             saved.warn_about_version(path)  # here only: a load reads config.json more than once
@@ -232,7 +214,8 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
         encoder that its ``backbone_settings`` ask for (e.g. LoRA adapters); may complete them."""
 
     @classmethod
-    def _settings(cls, settings: dict) -> dict:
+    def check_settings(cls, settings: dict) -> dict:
+        """``settings`` itself; a TypeError naming any that is neither chunking nor the model's own."""
         allowed = set(CHUNKING_SETTINGS) | set(cls.defaults)
         unknown = sorted(set(settings) - allowed)
         if unknown:
@@ -252,7 +235,7 @@ class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
             config = ModelConfig.read(path) if path is not None else None
             if config is None:
                 raise ValueError(f"{model_name_or_path} is not a saved pyterrier_longdoc model; start a new model "
-                                 f"with a model class instead ({', '.join(sorted(_REGISTRY))})")
+                                 f"with a model class instead ({known_names()})")
             cls = model_class(config.model)
         return cls(model_name_or_path, **overrides)
 

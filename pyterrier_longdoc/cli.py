@@ -377,7 +377,8 @@ def _run(args) -> int:
             run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype)
         return 0
     if args.command == "models":
-        from ._reranker import registered_models
+        from . import models  # noqa: F401 - the model classes register themselves
+        from ._registry import registered_models
         from .listwise import RankGPT
 
         models = registered_models()

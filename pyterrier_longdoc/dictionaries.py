@@ -276,7 +276,7 @@ def _vocabulary(vocabulary) -> set[str]:
     from transformers import AutoTokenizer
 
     if vocabulary is None:
-        from .demo import packaged_minilm
+        from .packaged import packaged_minilm
 
         vocabulary = packaged_minilm()
     tokenizer = AutoTokenizer.from_pretrained(vocabulary) if isinstance(vocabulary, (str, Path)) else vocabulary

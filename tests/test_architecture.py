@@ -1,16 +1,24 @@
-"""The package's imports run one way: models/ -> _reranker -> _model -> aggregators/, _batching,
-_chunking -> _config, _backbone, _runtime, _version. Nothing in the engine imports models/ or the
-package's __init__, and no aggregator imports a model class."""
+"""The package's imports run one way, floor by floor: the engine (leaves, config and runtime,
+chunking, batching, heads, the model, training, the reranker, the model classes), then the
+modules above it (wrapping, text, collections, diagnostics, evaluation, listwise ranking), then
+the demo and the command line. Nothing imports the package's __init__, and the modules above the
+engine use no private name of it."""
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "pyterrier_longdoc"
-# lower floors never import higher ones
+# lower floors never import higher ones; every module of the package has a floor
 FLOORS = {
-    "_version": 0, "_text": 0, "_files": 0, "_config": 1, "_lora": 1, "_embedder": 1, "_card": 1, "_fast_paths": 1, "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
-    "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_reranker": 6, "models": 7,
-    "_warn": 0, "_kernel_caches": 0, "_parameters": 3, "_pairs": 2,
+    "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
+    "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_pairs": 2, "_config": 1, "_card": 1, "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
+    "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5, "_parameters": 6, "training": 6, "_reranker": 7,
+    "models": 8,
+    # above the engine
+    "wrap": 9, "text": 9, "collection": 9, "datasets": 9, "synthetic": 9, "dictionaries": 9, "foldoc": 9,
+    "diagnostics": 9, "evaluation": 9, "listwise": 9, "pyserini": 9,
+    "demo": 10, "_public": 10, "cli": 11,
 }
+ENGINE = 8  # floors up to this one are the engine
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -27,8 +35,9 @@ def imported_modules(path: Path) -> set[str]:
             else:
                 base = list(path.relative_to(PACKAGE).parts[:-1])[:max(0, depth - (node.level - 1))]
                 parts = base + (node.module.split(".") if node.module else [])
-            if not parts:  # "from . import x" at the top: the package __init__
-                names.update(f"__init__:{alias.name}" for alias in node.names)
+            if not parts:  # "from . import x" at the top: module x, or a name of the package __init__
+                names.update(alias.name if (PACKAGE / alias.name).is_dir() or (PACKAGE / f"{alias.name}.py").is_file()
+                             else f"__init__:{alias.name}" for alias in node.names)
             else:
                 names.add(parts[0].removesuffix(".py"))
     return names
@@ -39,12 +48,18 @@ def floor(path: Path) -> int | None:
     return FLOORS.get(top)
 
 
+def modules() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if not (p.name == "__init__.py" and p.parent == PACKAGE)]
+
+
+def test_every_module_has_a_floor():
+    assert not [str(p.relative_to(PACKAGE)) for p in modules() if floor(p) is None]
+
+
 def test_imports_never_run_back_up():
     upward = []
-    for path in PACKAGE.rglob("*.py"):
+    for path in modules():
         mine = floor(path)
-        if mine is None or path.name == "__init__.py" and path.parent == PACKAGE:
-            continue
         for name in imported_modules(path):
             theirs = FLOORS.get(name)
             if name.startswith("__init__:") or (theirs is not None and theirs > mine):
@@ -60,3 +75,27 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     bad.write_text(source + "\nfrom .._reranker import LongDocReranker\n")
     monkeypatch.setattr(Path, "relative_to", lambda self, other: Path("aggregators/score.py"))
     assert "_reranker" in imported_modules(bad)
+
+
+def private_names_from_the_engine(path: Path) -> list[str]:
+    """The underscored names a module imports from an engine module (``from .._runtime import _x``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            top = node.module.split(".")[0]
+            if FLOORS.get(top, ENGINE + 1) <= ENGINE:
+                found += [f"{node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_modules_above_the_engine_use_its_public_names():
+    above = [p for p in modules() if floor(p) > ENGINE]
+    assert above and not {str(p.relative_to(PACKAGE)): names for p in above
+                          if (names := private_names_from_the_engine(p))}
+
+
+def test_the_private_name_check_sees_one(tmp_path):
+    bad = tmp_path / "wrap.py"
+    bad.write_text("from ._runtime import _secret\nfrom ._model import LongDocModel\n")
+    assert private_names_from_the_engine(bad) == ["_runtime._secret"]

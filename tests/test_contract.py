@@ -94,8 +94,10 @@ def test_batch_size_and_row_order_do_not_change_scores(model):
     single = model(inp).set_index(["qid", "docno"])["score"]
     model.batch_size = 64
     shuffled = model(inp.sample(frac=1, random_state=3)).set_index(["qid", "docno"])["score"]
-    np.testing.assert_allclose(single.loc[reference.index], reference, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(shuffled.loc[reference.index], reference, atol=1e-5, rtol=0)
+    # another batch is another GEMM shape, rounded otherwise by oneDNN: 1e-5 absolute, or 1e-6 of a
+    # score that adds many windows (SumP)
+    np.testing.assert_allclose(single.loc[reference.index], reference, atol=1e-5, rtol=1e-6)
+    np.testing.assert_allclose(shuffled.loc[reference.index], reference, atol=1e-5, rtol=1e-6)
 
 
 def test_repr_rebuilds_the_call(model):

@@ -174,7 +174,8 @@ def test_lone_surrogates_are_replaced_and_the_rows_named(maxp):
         out = maxp(inp)
     assert np.isfinite(out["score"]).all()
     clean = maxp.score_texts(["red cat"], ["red \ufffd cat"])[0]
-    assert out.set_index("docno").loc["d1", "score"] == pytest.approx(clean, abs=1e-6)
+    # scored in a batch of three against a batch of one: GEMM rounding by shape, up to ~1e-6
+    assert out.set_index("docno").loc["d1", "score"] == pytest.approx(clean, abs=1e-5)
     # direct calls never fail either
     assert np.isfinite(maxp.score_texts([bad], [bad])).all()
     assert maxp.chunk_spans(bad) == maxp.chunk_spans("red \ufffd cat")

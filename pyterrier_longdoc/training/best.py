@@ -252,7 +252,7 @@ def as_maxp(reranker, **settings):
     """
     from .._chunking import Chunking
     from .._model import LongDocModel
-    from .._reranker import CHUNKING_SETTINGS, model_class
+    from .._registry import CHUNKING_SETTINGS, model_class
     from ..aggregators.score import ScoreAggregator
 
     if reranker.name == "maxp" and not settings:
@@ -263,7 +263,7 @@ def as_maxp(reranker, **settings):
     merged = dict(reranker.settings)
     if reranker.name == "firstp":  # every window of the FirstP's size, filled as the training segments are
         merged.update(max_chunks=None, disjoint_split="fill")
-    merged = maxp._settings({**merged, **settings})
+    merged = maxp.check_settings({**merged, **settings})
     source = reranker.model
     aggregator = ScoreAggregator(source.aggregator.hidden_size, reduce="max", head=copy.deepcopy(source.aggregator.head))
     model = LongDocModel(copy.deepcopy(source.encoder), source.tokenizer, aggregator,
