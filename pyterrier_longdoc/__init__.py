@@ -1,16 +1,6 @@
 """Long-document neural re-ranking for PyTerrier."""
-from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
+from . import _kernel_caches  # noqa: F401 (caps oneDNN's kernel caches before torch first runs oneDNN)
 from ._version import __version__
-from .collection import Collection
-from .datasets import LongDocCollection, load_collection
-from .evaluation import multi_seed_experiment
-from .listwise import RankGPT
-from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
-                     KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
-                     ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
-                     ParadeTransformerPretrained, ParadeTransformerQ, SumP)
-from .text import TextLoader
-from .wrap import LongDoc
 
 __all__ = [
     "__version__", "LongDocReranker", "UntrainedHeadWarning", "model_class", "registered_models",
@@ -22,3 +12,23 @@ __all__ = [
     "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
     "multi_seed_experiment", "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]
+
+
+def __getattr__(name: str):
+    # the public names load on first use (see _public.py), so `pyterrier-longdoc --help` starts fast
+    import importlib
+
+    if name in __all__:
+        public = importlib.import_module("._public", __name__)
+        globals().update({n: getattr(public, n) for n in __all__ if n != "__version__"})
+        return globals()[name]
+    try:  # a submodule, as `pyterrier_longdoc.training` after `import pyterrier_longdoc`
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

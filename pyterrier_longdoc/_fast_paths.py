@@ -30,7 +30,6 @@ call before the import) stays.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import weakref
 
@@ -38,11 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-#: the environment variables of oneDNN's and ideep's kernel caches, and the size this package sets
-KERNEL_CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
-KERNEL_CACHE_SIZE = "16"
-for _cache in KERNEL_CACHES:
-    os.environ.setdefault(_cache, KERNEL_CACHE_SIZE)
+from ._kernel_caches import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: F401 (capped on import)
 
 BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
 

@@ -1,10 +1,18 @@
-"""Checks of the files a model is loaded from, before a library reads them."""
+"""Checks of the files the library reads (models, documents, topics), and the error naming a bad one."""
 from __future__ import annotations
 
 import hashlib
 import json
 import struct
 from pathlib import Path
+
+
+class MalformedInputError(ValueError):
+    """A file the library cannot read; the message starts with ``FILE:LINE:`` (or ``FILE:``)."""
+
+    def __init__(self, path, line: int | None, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        super().__init__(f"{path}:{line}: {problem}" if line is not None else f"{path}: {problem}")
 
 
 def check_safetensors(directory: Path) -> None:

@@ -188,17 +188,23 @@ class LongDocModel(nn.Module):
         batches = make_batches(plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
         if self.observer is not None:
             batches = self._observed_batches(batches)
-        if progress is not None:  # the sequences of this group, now that they are known
-            progress.total = (progress.total or 0) + len(plan)
-            progress.refresh()
+        # progress counts documents: one is done when the last of its chunks is encoded
+        remaining = plan.n_chunks.copy()
+
+        def report(done) -> None:
+            if progress is not None:
+                docs = plan.doc[np.concatenate([index for index, _ in done])]
+                np.subtract.at(remaining, docs, 1)
+                progress.update(int((remaining[np.unique(docs)] == 0).sum()))
+
         workers = [self._observed(_owning(worker)) for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
         if len(workers) == 1:
             for batch in batches:
-                pieces += run_with_backoff(batch, workers[0])
-                if progress is not None:
-                    progress.update(len(batch))
+                done = run_with_backoff(batch, workers[0])
+                pieces += done
+                report(done)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -208,8 +214,7 @@ class LongDocModel(nn.Module):
                 for future in futures:
                     done = future.result()
                     pieces += [(index, features.to(self.device)) for index, features in done]
-                    if progress is not None:
-                        progress.update(sum(len(index) for index, _ in done))
+                    report(done)
         index = np.concatenate([i for i, _ in pieces])
         outputs = [f for _, f in pieces]
         single = isinstance(outputs[0], torch.Tensor)

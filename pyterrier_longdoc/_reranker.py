@@ -22,8 +22,11 @@ from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, mod
 from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
+from ._pairs import PairScoring
+from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
 from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
+from ._warn import warn
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier
 
@@ -35,7 +38,15 @@ class UntrainedHeadWarning(UserWarning):
     """A model was built with a new head: its scores are random until it is trained."""
 
 
-class LongDocReranker(pt.Estimator, pt.Artifact):
+def _register_models() -> None:
+    """The model classes register themselves when ``models`` loads; a caller that loaded only the
+    engine (PyTerrier's artifact entry point) gets them here."""
+    import importlib
+
+    importlib.import_module(f"{__package__}.models")
+
+
+class LongDocReranker(PairScoring, Parameters, pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -55,15 +66,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             devices shares inference batches among copies of the model, one per device (training
             uses the first; train on several devices with ``torchrun``, see ``fit``).
         dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 kept each query's ranking of MaxP on
-            a passage-trained MiniLM cross-encoder (Kendall tau vs fp32 1.000) and its speed
-            depends on the CPU: 1.45x fp32's on an AMD EPYC (Zen 5, AVX512-BF16), 0.53-0.74x on
-            an Intel Xeon with AVX512-BF16 but no AMX (not measured with AMX), several times slower
-            without native bf16. ``"int8"``: dynamic int8 quantization of the encoder's linear
-            layers, CPU inference only (training stays fp32); it costs ranking quality: 1.46-1.72x
-            faster, but Kendall tau 0.467-0.600 vs fp32 (down to 0.067 for a query) on that model
-            (``benchmarks/run.py`` row 8).
-        verbose: show a progress bar.
+            fp16) on CUDA and fp32 elsewhere. On the CPU, bf16 kept the ranking of a passage-trained
+            MiniLM in ``benchmarks/run.py`` (row 8); whether it is faster than fp32 depends on the
+            CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the encoder's linear
+            layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
+            The measured numbers are in ``benchmarks/results/``.
+        verbose: show a progress bar (counted in documents).
+        warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
+            warns for every model but FirstP, whose definition is to read the start only.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
         fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
             for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
@@ -78,7 +88,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             defaults or the saved checkpoint.
     """
 
+    ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
+    ARTIFACT_FORMAT: ClassVar[str] = "pyterrier_longdoc"
     name: ClassVar[str | None] = None
+    crops: ClassVar[bool] = False  # True: reading only the start is the model's definition (FirstP)
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
@@ -91,13 +104,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = 16, text_field: str = "text",
                  device: str | torch.device | list | None = None, dtype: str | torch.dtype | None = None,
-                 verbose: bool = False, trust_remote_code: bool = False, verify_weights: bool = True,
-                 fit_options: dict | None = None, seed: int | None = None, **settings):
+                 verbose: bool = False, warn_cropping: bool | None = None, trust_remote_code: bool = False,
+                 verify_weights: bool = True, fit_options: dict | None = None, seed: int | None = None, **settings):
         if self.name is None:
+            _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
         folder = _saved_folder(str(model_name_or_path))
-        self._runtime(Runtime(batch_size, text_field, device, dtype, verbose), fit_options)
+        self._runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping), fit_options)
         flags = {"trust_remote_code": True} if trust_remote_code else {}
         self._source = (str(model_name_or_path), {**settings, **flags, **({"seed": seed} if seed is not None else {})})
         with _seeded(seed):
@@ -132,6 +146,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         self.fit_options = dict(check_option_names(fit_options or {}))
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
+        self.training_options: dict | None = None
 
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
@@ -142,6 +157,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
     text_field = property(lambda self: self.runtime.text_field, lambda self, v: setattr(self.runtime, "text_field", v))
     verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
+    warn_cropping = property(lambda self: self.runtime.warn_cropping,
+                             lambda self, v: setattr(self.runtime, "warn_cropping", v))
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -213,6 +230,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         its latest checkpoint.
         """
         if cls.name is None:
+            _register_models()
             path = resolve_checkpoint(_saved_folder(str(model_name_or_path)))
             config = ModelConfig.read(path) if path is not None else None
             if config is None:
@@ -229,6 +247,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         from ._card import artifact_metadata, model_card
 
         path = Path(path)
+        self.settle_parameters()
         self.model.save_pretrained(path, self.config)
         (path / "README.md").write_text(model_card(self))
         (path / "pt_meta.json").write_text(artifact_metadata(self))
@@ -302,6 +321,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         tokens of the text without special tokens (end exclusive), after every cap."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        self.settle_parameters()
         return self.model.chunk_spans(text)
 
     def autocast(self):
@@ -311,6 +331,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
         """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
+        self.settle_parameters()
         with self.autocast():
             return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
 
@@ -327,7 +348,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         workers = self._inference_workers()
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
-        progress = pt.tqdm(total=None, desc=type(self).__name__, unit="seq", disable=not self.verbose or not texts)
+        progress = pt.tqdm(total=len(texts), desc=type(self).__name__, unit="doc", disable=not self.verbose or not texts)
         with torch.inference_mode(), progress:
             for start in range(0, len(texts), _GROUP_SIZE):
                 end = start + _GROUP_SIZE
@@ -380,13 +401,13 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         # say what was cut, once per call, rather than dropping it silently
         chunking = self.model.chunking
         parts = []
-        if docs:
+        if docs and (self.runtime.warn_cropping if self.runtime.warn_cropping is not None else not self.crops):
             parts.append(f"{docs} of {total} documents are longer than the "
                          f"{chunking.tokens_read(self.model.layout)} tokens it reads and were cropped")
         if queries:
             parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
         if parts:
-            warnings.warn(f"{type(self).__name__}: " + "; ".join(parts), stacklevel=3)
+            warn(f"{type(self).__name__}: " + "; ".join(parts))
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
@@ -396,30 +417,6 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         self._check_finite(scores, lambda i: row_label(inp, i, scores[i]))
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
-
-    def predict(self, pairs) -> np.ndarray:
-        """Scores of ``(query, document)`` pairs given as a list of tuples (as
-        ``CrossEncoder.predict`` takes them), or of one pair."""
-        if isinstance(pairs, tuple) and len(pairs) == 2 and all(isinstance(p, str) for p in pairs):
-            return self.predict([pairs])
-        pairs = list(pairs)
-        bad = [i for i, p in enumerate(pairs) if not (isinstance(p, (tuple, list)) and len(p) == 2
-                                                      and all(isinstance(x, str) for x in p))]
-        if bad:
-            raise TypeError(f"predict takes (query, document) pairs of strings; pair {bad[0]} is {pairs[bad[0]]!r}")
-        frame = pd.DataFrame(pairs, columns=["query", "text"])
-        texts = column_texts(frame, "text", self)
-        return self.score_texts(column_texts(frame, "query", self), texts) if pairs else np.empty(0)
-
-    def rank(self, query: str, documents: list[str], top_k: int | None = None,
-             return_documents: bool = False) -> list[dict]:
-        """The documents ordered by score, as ``CrossEncoder.rank`` gives them: dicts with
-        ``corpus_id`` (the position in ``documents``), ``score`` and, with
-        ``return_documents``, ``text``; the ``top_k`` best only, when given."""
-        scores = self.predict([(query, d) for d in documents])
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        return [{"corpus_id": int(i), "score": float(scores[i]), **({"text": documents[i]} if return_documents else {})}
-                for i in order]
 
     def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
             candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
@@ -451,7 +448,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         elif valid_candidates is not None:
             options["valid_candidates"] = valid_candidates
         self.history = fit(self, topics, qrels_tr, candidates, **options)
-        self.training_data = {"topics": len(topics), "qrels": len(qrels_tr)}
+        self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
+        from ._card import hyperparameters
+
+        self.training_options = hyperparameters(options)
         return self.history
 
 
@@ -471,7 +471,7 @@ def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head:
                 "a checkpoint), so its scores are random until fit(). To rank without training, start from a trained "
                 "cross-encoder (a sequence-classification checkpoint, e.g. a folder saved by "
                 "sentence_transformers.CrossEncoder) instead.")
-    warnings.warn(f"{model} over {source}: {what}", UntrainedHeadWarning, stacklevel=4)
+    warn(f"{model} over {source}: {what}", UntrainedHeadWarning)
 
 
 @contextlib.contextmanager

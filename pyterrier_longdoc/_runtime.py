@@ -23,6 +23,7 @@ class Runtime:
     device: str | torch.device | list | None = None
     dtype: str | torch.dtype | None = None
     verbose: bool = False
+    warn_cropping: bool | None = None  # None: the model's own default
 
     def __post_init__(self):
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:

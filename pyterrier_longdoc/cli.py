@@ -20,12 +20,16 @@ import re
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from ._files import MalformedInputError
 
-from .text import MalformedInputError, TextLoader
-from .text import read_documents as read_document_fields
+if TYPE_CHECKING:
+    import pandas as pd
 
+    from .text import TextLoader
+
+# pandas, PyTerrier and torch load inside the commands: --help and --version start in a blink
 EXIT_BAD_INPUT = 2
 
 
@@ -45,6 +49,7 @@ def _lines(path: str):
 
 def read_topics(path: str) -> pd.DataFrame:
     """TREC topic files (``<top>``) or one ``qid<TAB>query`` (or ``qid query``) per line."""
+    import pandas as pd
     import pyterrier as pt
 
     lines = list(_lines(path))
@@ -91,6 +96,8 @@ def _columns(path: str, expected: int, layout: str):
 
 def read_run(path: str) -> pd.DataFrame:
     """A TREC run, ``qid Q0 docno rank score tag``: ``qid, docno, score, rank`` (the file's ranks)."""
+    import pandas as pd
+
     rows, seen = [], {}
     for number, (qid, _, docno, rank, score, _) in _columns(path, 6, "qid Q0 docno rank score tag"):
         try:
@@ -110,6 +117,8 @@ def read_run(path: str) -> pd.DataFrame:
 
 def read_qrels(path: str) -> pd.DataFrame:
     """TREC qrels, ``qid iteration docno label``: ``qid, docno, label``."""
+    import pandas as pd
+
     rows = []
     for number, (qid, _, docno, label) in _columns(path, 4, "qid iteration docno label"):
         try:
@@ -125,6 +134,9 @@ def read_qrels(path: str) -> pd.DataFrame:
 def read_documents(path: str, text_field: str = "text") -> TextLoader:
     """A text loader over the documents file (see :class:`~pyterrier_longdoc.text.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
+    from .text import TextLoader
+    from .text import read_documents as read_document_fields
+
     loader = TextLoader(read_document_fields(path, text_field))  # the text field must hold strings
     if text_field not in loader.fields:
         raise MalformedInputError(path, None, f"the documents have no field {text_field!r}; fields: {loader.fields}")
@@ -282,7 +294,8 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__,
+    # the docstring's reStructuredText literals, as plain text for the terminal
+    parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__.replace("``", ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -295,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
                       help="precision (default auto: bf16 on CPUs with native bf16, else fp32)")
 
-    commands.add_parser("models", help="list the model names that train --model accepts")
+    commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")
 
     runtime = argparse.ArgumentParser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
@@ -325,8 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--valid-metric", default="nDCG@10", help="an ir_measures name (default nDCG@10)")
     train.add_argument("--fit", nargs="*", default=[], metavar="KEY=VALUE", help="fit options, e.g. lr=2e-5")
 
-    rerank = commands.add_parser("rerank", parents=[runtime], help="re-rank candidates with a saved model")
-    rerank.add_argument("--model", required=True, help="a saved pyterrier_longdoc model (directory or hub id)")
+    rerank = commands.add_parser("rerank", parents=[runtime], help="re-rank candidates with a saved model, or "
+                                                                   "zero-shot with a model over a cross-encoder")
+    rerank.add_argument("--model", required=True, help="a saved pyterrier_longdoc model (directory or hub id); "
+                                                       "with --backbone: a model name (see the models command)")
+    rerank.add_argument("--backbone", help="start --model from this trained cross-encoder (directory or hub id), "
+                                           "e.g. --model maxp --backbone DIR: zero-shot MaxP")
+    rerank.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="settings, e.g. window=150 (with --backbone, or to override a saved model's)")
     rerank.add_argument("--output", required=True, help="the re-ranked run, TREC format, ranks from 1")
     rerank.add_argument("--name", default="pyterrier_longdoc", help="the run tag")
     return parser
@@ -423,6 +442,8 @@ def _train(args) -> int:
     model = cls(args.backbone, batch_size=args.batch_size, device=args.device, dtype=args.dtype, verbose=True,
                 **settings)
     history = model.fit(topics, qrels, candidates, **fit_options)
+    import pandas as pd
+
     if args.valid_topics and isinstance(history, pd.DataFrame) and args.valid_metric in history.columns:
         for _, row in history.dropna(subset=[args.valid_metric]).iterrows():
             print(f"epoch {int(row['epoch']) + 1}: validation {args.valid_metric} {row[args.valid_metric]:.4f}")
@@ -440,12 +461,17 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 
 def _rerank(args) -> int:
-    from ._reranker import LongDocReranker
+    from ._reranker import LongDocReranker, model_class
 
-    check_model_source(args.model, "--model")
+    if args.backbone:
+        cls, source = model_class(args.model), args.backbone
+        check_model_source(source, "--backbone")
+    else:
+        cls, source = LongDocReranker, args.model
+        check_model_source(source, "--model")
     _, candidates = candidates_for(args, args.topics, args.run)
-    model = LongDocReranker.from_pretrained(args.model, batch_size=args.batch_size, device=args.device,
-                                            dtype=args.dtype, verbose=True)
+    model = cls.from_pretrained(source, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+                                verbose=True, **parse_settings(args.set))
     write_run(model(candidates), args.output, args.name)
     print(f"wrote {args.output}")
     return 0

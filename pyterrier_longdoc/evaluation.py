@@ -28,6 +28,7 @@ def multi_seed_experiment(systems: Mapping[str, Any] | Sequence[Any], topics: pd
 
     Args:
         systems: ``{name: system}`` (or a list with ``names``). A system is
+
             - a ``pt.Transformer`` or a result frame: the same for every seed (e.g. BM25),
               evaluated once;
             - a function ``seed -> pt.Transformer | frame`` that trains or loads the seed's model

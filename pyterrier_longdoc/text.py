@@ -26,16 +26,10 @@ from typing import Literal, Union
 import pandas as pd
 import pyterrier as pt
 
+from ._files import MalformedInputError
+
 Fields = Union[Sequence[str], str, Literal["*"]]
 _JSONL_SUFFIXES = (".jsonl", ".json")
-
-
-class MalformedInputError(ValueError):
-    """A file the library cannot read; the message starts with ``FILE:LINE:`` (or ``FILE:``)."""
-
-    def __init__(self, path, line: int | None, problem: str):
-        self.path, self.line, self.problem = str(path), line, problem
-        super().__init__(f"{path}:{line}: {problem}" if line is not None else f"{path}: {problem}")
 
 
 def read_documents(path: str | Path, text_field: str = "text") -> pd.DataFrame:

@@ -12,6 +12,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def pytest_configure(config):
     import torch
 
+    config.addinivalue_line("markers", "slow: a test of half a minute or more; it runs in the suite (-m 'not slow' skips it)")
+
     torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over small matmuls
 
 

@@ -16,11 +16,17 @@ pytest.importorskip("sentence_transformers")  # row 1 compares against its Cross
 
 
 @pytest.fixture(scope="module")
-def outputs():
+def results_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="module")
+def outputs(results_dir):
     """Both scripts at once (two processes: half the wall time of running them in turn)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick"], cwd=ROOT, env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    extra = {"padding": [], "run": ["--results", str(results_dir)]}
+    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", *extra[name]],
+                                    cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for name in ("padding", "run")}
     out = {}
     for name, proc in procs.items():
@@ -80,6 +86,18 @@ def test_run_table_has_every_row(outputs):
     assert "targets met" in text
 
 
+def test_run_writes_its_output_and_rows_into_the_results_folder(outputs, results_dir):
+    import json
+
+    text, = results_dir.glob("run-*.txt")
+    record = json.loads(text.with_suffix(".json").read_text())
+    assert outputs["run"].strip().endswith(text.read_text().strip())  # the report, after the exporters' log
+    assert record["quick"] is True and record["commit"] and record["machine"] and record["seconds"] >= 0
+    printed = [r for r in table_rows(outputs["run"].split("\n\n")[0]) if r[0] != "#"]
+    assert [row["key"] for row in record["rows"]] == [r[0] for r in printed]
+    assert all(row["met"] in (True, False, "-") for row in record["rows"])
+
+
 @pytest.mark.parametrize("device, message", [("cuda", "--device cuda: no CUDA device"),
                                              ("tpu", "--device 'tpu': use cpu, cuda or cuda:N")])
 def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, message):
@@ -90,58 +108,17 @@ def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, mes
     assert message in result.stderr
 
 
-def test_readme_performance_table_is_the_committed_run():
-    """README's table of benchmarks/run.py is the last committed run's output, and every measured
-    value its list of missed targets cites is printed by one of the day's committed runs."""
-    import re
-    from pathlib import Path
+def test_run_checks_its_prerequisites_before_it_starts(tmp_path, monkeypatch):
+    """A fresh machine without Debian's dict-foldoc is told so at once, not after minutes at row 8."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import run
+    import trained_cross_encoder
 
-    root = Path(__file__).resolve().parents[1]
-    runs = sorted((root / "benchmarks" / "results").glob("run-*.txt"))
-    readme = (root / "README.md").read_text()
-    table = readme.split("```\nbenchmarks/run.py: ", 1)[1].split("```", 1)[0]
-    assert "benchmarks/run.py: " + table.strip() in runs[-1].read_text()
-    missed = readme.split("Targets missed, with what was measured", 1)[1].split("## Contributing", 1)[0]
-    printed = " ".join(run.read_text() for run in runs)
-    for uncommitted in ("1.07-1.37x on earlier days", "fuses them, 1.17x"):  # earlier days' runs, torch.compile's
-        missed = missed.replace(uncommitted, "")
-    cited = re.findall(r"\b\d+\.\d+x?\b", missed)
-    assert len(cited) >= 8 and all(value in printed for value in cited), [v for v in cited if v not in printed]
-
-
-def test_readme_and_docstring_speed_claims_cite_the_committed_runs():
-    """The ratios README's performance prose, its runtime options and the ``dtype`` docstring give
-    are printed by a committed run of benchmarks/run.py."""
-    import re
-    from pathlib import Path
-
-    from pyterrier_longdoc._reranker import LongDocReranker
-
-    root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
-    printed = " ".join(run.read_text() for run in (root / "benchmarks" / "results").glob("run-*.txt"))
-    texts = {
-        "README's Benchmarks prose": readme.split("What the engine does for speed:", 1)[1].split("On a GPU (", 1)[0],
-        "README's runtime options": readme.split("- Runtime options,", 1)[1].split("\n- ", 1)[0],
-        "the dtype docstring": LongDocReranker.__doc__.split("dtype:", 1)[1].split("verbose:", 1)[0],
-    }
-    for name, text in texts.items():
-        cited = re.findall(r"\b\d+\.\d+x?\b", text)
-        assert len(cited) >= 4 and all(value in printed for value in cited), (name, [v for v in cited if v not in printed])
-
-
-def test_readme_states_the_recorded_run_of_its_two_commands():
-    """The demo's and the tests' times README's set-up section gives are those of the recorded
-    fresh-clone run of its two commands."""
-    import re
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    readme = " ".join((root / "README.md").read_text().split("## What the demo shows", 1)[0].split())
-    record = (root / "benchmarks" / "results" / "readme-commands-2026-11-24.txt").read_text()
-    seconds, cpu = re.search(r"finished in (\d+) s \((\d+) CPU seconds", record).groups()
-    passed, minutes, rest = re.search(r"(\d+) passed.* \(0:(\d+):(\d+)\)", record).groups()
-    total = re.search(r"EXIT 0 after (\d+) s", record).group(1)
-    for stated in (f"demo itself took {seconds} s, {cpu} CPU seconds", f"{total} s, recorded in",
-                   f"took {int(minutes)} minutes {int(rest)} seconds, {passed} passed"):
-        assert stated in readme, stated
+    monkeypatch.setattr(trained_cross_encoder, "FOLDOC", tmp_path / "foldoc.dict.dz")
+    missing = run.missing_prerequisites(run.parse(["--trained", str(tmp_path / "absent")]))
+    assert any("no such folder" in m for m in missing) and any("dict-foldoc" in m for m in missing)
+    assert run.missing_prerequisites(run.parse(["--quick"])) == []
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--trained", str(tmp_path / "absent")],
+                            cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 2 and result.stdout == "" and "--trained" in result.stderr

@@ -83,6 +83,49 @@ def test_version_and_models(capsys):
     assert listwise.splitlines()[1].startswith("RankGPT    ")
 
 
+def test_rerank_starts_a_zero_shot_model_from_a_cross_encoder(trec_files, tmp_path):
+    from cross_encoders import write_cross_encoder
+
+    cross_encoder = write_cross_encoder(tmp_path / "ce")
+    out = tmp_path / "maxp.run"
+    assert main(["rerank", "--model", "maxp", "--backbone", str(cross_encoder), *common(trec_files), *TINY,
+                 "--output", str(out)]) == 0
+    run = pt.io.read_results(str(out))
+    frame = read_documents(trec_files["docs"])(run.merge(read_topics(trec_files["topics"]), on="qid"))
+    expected = pyterrier_longdoc.MaxP(str(cross_encoder), window=12, stride=6, max_length=48,
+                                      max_query_tokens=8).score_texts(frame["query"].tolist(), frame["text"].tolist())
+    assert run["score"].tolist() == pytest.approx(expected.tolist(), abs=1e-5)
+    assert main(["rerank", "--model", "maxq", "--backbone", str(cross_encoder), *common(trec_files),
+                 "--output", str(out)]) == 2
+
+
+def test_help_and_version_load_neither_torch_nor_pandas():
+    """They answer before the library loads (the start-up time is measured, not tested)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pyterrier_longdoc.cli import main\n"
+            "for argv in (['--version'], ['--help'], ['rerank', '--help']):\n"
+            "    try: main(argv)\n"
+            "    except SystemExit: pass\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'pyterrier', 'transformers') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-1] == "[]"
+    loaded = subprocess.run([sys.executable, "-c", "import pyterrier_longdoc as pl, sys; pl.training; pl.MaxP; "
+                             "print('torch' in sys.modules, pl.text.TextLoader is pl.TextLoader)"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["True", "True"]
+
+
+def test_help_is_plain_text(capsys):
+    for argv in (["--help"], ["rerank", "--help"], ["train", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "--topics" in text or "rerank" in text
+        assert "``" not in text and ":class:" not in text
+
+
 def test_rerank_a_lucene_index_and_pyserini_jsonl(trained, tmp_path):
     from lucene_standin import TOPICS, build_index
 

@@ -24,12 +24,13 @@ def first_stage(candidates: pd.DataFrame) -> pt.Transformer:
 def test_a_pipeline_trains_its_last_stage_with_validation_and_checkpoints(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     model = new_model(tiny_bert)
-    model.fit_options = dict(FAST, epochs=2, valid_metric="RR@10", checkpoint_dir=str(tmp_path / "ckpt"))
+    model.fit_options = dict(FAST, epochs=2, valid_metric="RR@10", checkpoint_dir=str(tmp_path / "ckpt"),
+                             load_best_model_at_end=False)  # the trained weights, even where the start was as good
     before = {k: v.clone() for k, v in model.model.state_dict().items()}
     pipeline = first_stage(candidates) >> model
     pipeline.fit(topics[:6], qrels, topics[6:], qrels)  # PyTerrier's Compose.fit runs first_stage, then model.fit
-    assert model.history is not None and len(model.history) == 4  # 2 epochs of 2 steps (6 topics, 4 per step)
-    assert model.history["RR@10"].notna().sum() == 2  # validated after each epoch, on the 2 validation topics
+    assert model.history is not None and len(model.history) == 5  # the start (step 0), 2 epochs of 2 steps
+    assert model.history["RR@10"].notna().sum() == 3  # validated at the start and after each epoch
     assert any(not torch.equal(before[k], v) for k, v in model.model.state_dict().items())
     # the checkpoint folder's root loads its latest checkpoint
     resumed = pl.LongDocReranker.from_pretrained(tmp_path / "ckpt")
@@ -66,9 +67,9 @@ def test_a_saved_model_is_a_pyterrier_artifact_with_a_model_card(tiny_bert, tmp_
     np.testing.assert_allclose(loaded(candidates)["score"], model(candidates)["score"], atol=1e-6)
     card = (tmp_path / "saved" / "README.md").read_text()
     front = card.split("---")[1]
-    assert "library_name: pyterrier-longdoc" in front and f"base_model: {json.dumps(tiny_bert)}" in front
-    assert "| `window` | `12` |" in card and "Trained with `fit` for 2 optimiser steps" in card
-    assert "Validation RR@10" in card and "topics 8, qrels 32" in card
+    assert "library_name: pyterrier-longdoc" in front and "base_model" not in front  # a local folder
+    assert "| `window` | `12` |" in card and "2 optimiser steps over 1 epoch;" in card
+    assert "| RR@10 |" in card and "- 8 topics\n- 32 judgements" in card
     assert json.loads((tmp_path / "saved" / "pt_meta.json").read_text())["type"] == "reranker"
 
 
@@ -76,8 +77,8 @@ def test_predict_and_rank_on_plain_lists(tiny_bert):
     model = new_model(tiny_bert)
     docs = ["the castle house", "a red dog", "castle castle castle"]
     scores = model.predict([("what castle", d) for d in docs])
-    np.testing.assert_allclose(scores, model.score_texts(["what castle"] * 3, docs))
-    assert model.predict(("what castle", docs[0])).shape == (1,)
+    np.testing.assert_allclose(scores, model.score_texts(["what castle"] * 3, docs), rtol=1e-6)
+    assert np.ndim(model.predict(("what castle", docs[0]))) == 0  # one pair, one score
     ranked = model.rank("what castle", docs, top_k=2, return_documents=True)
     order = np.argsort(-scores)
     assert [r["corpus_id"] for r in ranked] == order[:2].tolist()
@@ -87,7 +88,7 @@ def test_predict_and_rank_on_plain_lists(tiny_bert):
     assert model.predict([]).shape == (0,)
 
 
-def test_frames_come_out_sorted_by_qid_then_rank_and_the_progress_bar_has_a_total(tiny_bert):
+def test_frames_come_out_sorted_by_qid_then_rank_and_the_progress_bar_counts_documents(tiny_bert):
     _, _, candidates = toy_task()
     model = new_model(tiny_bert)
     out = model(candidates.sample(frac=1, random_state=1))
@@ -95,18 +96,15 @@ def test_frames_come_out_sorted_by_qid_then_rank_and_the_progress_bar_has_a_tota
     assert (out.groupby("qid")["rank"].apply(list) == [list(range(4))] * 8).all()
 
     class Progress:
-        total, seen = None, 0
+        seen = 0
 
         def update(self, n):
             self.seen += n
 
-        def refresh(self):
-            pass
-
     progress = Progress()
     with torch.no_grad():
         model.model.score(candidates["query"].tolist(), candidates["text"].tolist(), batch_size=5, progress=progress)
-    assert progress.total == progress.seen > len(candidates)  # sequences: several windows per document
+    assert progress.seen == len(candidates)  # documents, though each has several windows
 
 
 def test_changed_weights_are_refused_unless_asked(tiny_bert, tmp_path):

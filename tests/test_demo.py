@@ -34,8 +34,7 @@ def test_bm25_over_indexes_silently(tmp_path, capfd):
     bm25_over(collection, tmp_path / "index")  # an existing index is overwritten
 
 
-# --- the demo's results: its own conclusions, and the README's numbers --------------------------------------------
-import re  # noqa: E402
+# --- the demo's results: its own conclusions, and the recorded runs' numbers --------------------------------------------
 from pathlib import Path  # noqa: E402
 
 import pandas as pd  # noqa: E402
@@ -84,30 +83,16 @@ def test_expected_random_rr():
     assert expected_random_rr(missed, one) == 0.0
 
 
-def readme_tables(text: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """The README's demo results: ``{dtype: {system: {"near": rr, "far": rr}}}`` from the markdown
-    tables that follow ``<!-- demo-results: fp32 -->`` and ``<!-- demo-results: bf16 -->``."""
-    text = (ROOT / "README.md").read_text() if text is None else text
-    out = {}
-    for dtype in ("fp32", "bf16"):
-        marker = f"<!-- demo-results: {dtype} -->"
-        if marker not in text:
-            continue
-        rows = {}
-        for line in text.split(marker, 1)[1].strip().splitlines():
-            if not line.startswith("|"):
-                break
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            numbers = [re.match(r"[0-9.]+", c) for c in cells[1:3]]
-            if all(numbers):
-                rows[cells[0]] = {"near": float(numbers[0].group()), "far": float(numbers[1].group())}
-        out[dtype] = rows
-    assert out, "README.md has no '<!-- demo-results: fp32 -->' or '<!-- demo-results: bf16 -->' line before a table"
-    return out
+REFERENCE = ROOT / "benchmarks" / "results" / "demo.json"
 
 
-def readme_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
-    """The conclusions the README draws, from its own table (p-values are not in it: RR only)."""
+def reference_tables() -> dict[str, dict[str, dict[str, float]]]:
+    """The recorded demo runs: ``{dtype: {system: {"near": rr, "far": rr}}}``."""
+    return {dtype: run["rr"] for dtype, run in json.loads(REFERENCE.read_text())["runs"].items()}
+
+
+def table_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
+    """The demo's conclusions, from a table of RR (p-values left out)."""
     random_rr = rows["random order"]
     return {"far: MaxP and ParadeAttn above FirstP": all(rows[m]["far"] > rows["FirstP"]["far"]
                                                          for m in ("MaxP", "ParadeAttn")),
@@ -115,48 +100,26 @@ def readme_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
             "near: FirstP 0.2 above random": rows["FirstP"]["near"] >= random_rr["near"] + 0.2}
 
 
-SAMPLE = """
-<!-- demo-results: bf16 -->
-| system | RR near | RR far |
-|---|---|---|
-| random order | 0.521 | 0.521 |
-| BM25 | 0.600 | 0.580 |
-| FirstP | 0.900 (+0.0%) | 0.530 |
-| MaxP | 0.880 | 0.850 |
-| ParadeAttn | 0.950 | 0.900 |
-
-Prose after the table.
-"""
-
-
-def test_readme_tables_are_parsed():
-    tables = readme_tables(SAMPLE)
-    assert list(tables) == ["bf16"]
-    assert tables["bf16"]["FirstP"] == {"near": 0.9, "far": 0.53}
-    assert set(tables["bf16"]) == {"random order", *SYSTEMS}
-    assert all(readme_conclusions(tables["bf16"]).values())
-    flipped = SAMPLE.replace("| MaxP | 0.880 | 0.850 |", "| MaxP | 0.880 | 0.500 |")
-    assert not readme_conclusions(readme_tables(flipped)["bf16"])["far: MaxP and ParadeAttn above FirstP"]
-    with pytest.raises(AssertionError, match="no '<!-- demo-results"):
-        readme_tables("no tables here")
-
-
-def test_readme_states_the_same_conclusions_in_fp32_and_bf16():
-    tables = readme_tables()
+def test_the_recorded_runs_are_well_formed_and_show_the_conclusions():
+    tables = reference_tables()
+    assert set(tables) == {"fp32", "bf16"}
     for dtype, rows in tables.items():
-        assert set(SYSTEMS) | {"random order"} <= set(rows), f"README's {dtype} table lacks systems: {sorted(rows)}"
-        failed = [c for c, holds in readme_conclusions(rows).items() if not holds]
-        assert not failed, f"README's {dtype} table contradicts the demo's conclusions: {failed}"
+        assert set(SYSTEMS) | {"random order"} <= set(rows), f"the {dtype} run lacks systems: {sorted(rows)}"
+        assert all(0 <= rr[split] <= 1 for rr in rows.values() for split in ("near", "far"))
+        failed = [c for c, holds in table_conclusions(rows).items() if not holds]
+        assert not failed, f"the recorded {dtype} run contradicts the demo's conclusions: {failed}"
+    flipped = {**tables["bf16"], "MaxP": {"near": 0.88, "far": 0.5}}
+    assert not table_conclusions(flipped)["far: MaxP and ParadeAttn above FirstP"]
 
 
-def test_a_fresh_demo_run_matches_the_readme():
+def test_a_fresh_demo_run_matches_the_recorded_run():
     """CI runs ``pyterrier-longdoc demo`` in this clone before the tests: its ``demo-output/results.json``
-    must give the README's numbers for its dtype (within RR_TOLERANCE) and the demo's conclusions.
-    Without a run (the tests on their own) the README's tables are checked against each other:
-    fp32 and bf16 must agree within the same tolerance."""
-    tables = readme_tables()
+    must give the recorded run's numbers for its dtype (``benchmarks/results/demo.json``, within
+    RR_TOLERANCE) and the demo's conclusions. Without a run (the tests on their own) the recorded
+    runs are checked against each other: fp32 and bf16 must agree within the same tolerance."""
+    tables = reference_tables()
     results_path = ROOT / "demo-output" / "results.json"
-    if not results_path.exists():  # each table's conclusions: test_readme_states_the_same_conclusions...
+    if not results_path.exists():  # each run's conclusions: test_the_recorded_runs_are_well_formed...
         if set(tables) != {"fp32", "bf16"}:
             return
         for system in (*SYSTEMS, "random order"):
@@ -176,4 +139,4 @@ def test_a_fresh_demo_run_matches_the_readme():
         got["random order"] = results["random_rr"][split]
         for system in (*SYSTEMS, "random order"):
             assert abs(got[system] - stated[system][split]) <= RR_TOLERANCE, (
-                f"{split} {system}: this run {got[system]:.3f}, README ({results['dtype']}) {stated[system][split]:.3f}")
+                f"{split} {system}: this run {got[system]:.3f}, recorded ({results['dtype']}) {stated[system][split]:.3f}")

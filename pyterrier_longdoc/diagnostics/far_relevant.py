@@ -149,16 +149,17 @@ def build_far_relevant(
     ``variant="near"`` draws the very same passages and only moves the relevant one into the
     first ``first_tokens`` tokens, so near vs far isolates the effect of position.
 
-    passages / queries / qrels: DataFrames ``docno, text`` / ``qid, query`` / ``qid, docno, label``,
-        or ``passages`` an ``ir_datasets`` id (e.g. ``"msmarco-passage/train/judged"``), whose
-        queries and qrels are used unless given (``max_passages`` caps the filler pool).
-    tokenizer: None (whitespace tokens, no model needed), a HF tokenizer or a local path to one.
-    negatives: other queries' documents sampled into each query's candidate list.
-    retriever: optional ``pt.Transformer`` over the generated documents, or a callable
-        ``documents -> pt.Transformer`` (e.g. one indexing them with PISA); its top
-        ``retrieved_negatives`` documents other than the relevant one join the candidates.
-    seed: every random choice derives from ``(seed, qid)``, so results do not depend on the
-        order of the queries, and near / far builds with the same seed share their passages.
+    Args:
+        passages / queries / qrels: DataFrames ``docno, text`` / ``qid, query`` / ``qid, docno, label``,
+            or ``passages`` an ``ir_datasets`` id (e.g. ``"msmarco-passage/train/judged"``), whose
+            queries and qrels are used unless given (``max_passages`` caps the filler pool).
+        tokenizer: None (whitespace tokens, no model needed), a HF tokenizer or a local path to one.
+        negatives: other queries' documents sampled into each query's candidate list.
+        retriever: optional ``pt.Transformer`` over the generated documents, or a callable
+            ``documents -> pt.Transformer`` (e.g. one indexing them with PISA); its top
+            ``retrieved_negatives`` documents other than the relevant one join the candidates.
+        seed: every random choice derives from ``(seed, qid)``, so results do not depend on the
+            order of the queries, and near / far builds with the same seed share their passages.
 
     Queries without a relevant passage are skipped with a warning; too few non-relevant
     passages, or a relevant passage longer than ``min(first_tokens, max_doc_tokens -

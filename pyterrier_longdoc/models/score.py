@@ -19,6 +19,7 @@ class FirstP(LongDocReranker):
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "first"}
     defaults = {"window": None, "stride": None, "max_chunks": 1}
+    crops = True  # reading the start only is FirstP's definition: no cropping warning unless warn_cropping=True
 
 
 class MaxP(LongDocReranker):

@@ -37,7 +37,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
             the training queries with ``valid_fraction``.
         callback: called after every optimiser step with the history row.
 
-    Settings (``TrainingArguments``) beyond the papers' defaults:
+    Settings:
         loss: ``"margin"``, ``"listwise"`` (softmax cross-entropy over the positive and ``negatives``
             negatives) or an ``nn.Module`` taking scores ``[queries, 1 + negatives]``.
         valid_fraction: a fraction of the training queries that have a judged-relevant document

@@ -1,0 +1,103 @@
+"""``predict`` and ``rank`` over plain (query, document) pairs, with the arguments, meaning and
+return types of sentence-transformers' ``CrossEncoder.predict`` and ``CrossEncoder.rank``.
+
+The one difference is the default activation: a model's scores are logits (what its head
+gives), while ``CrossEncoder`` applies a sigmoid to one-label models unless told
+``activation_fn=torch.nn.Identity()``; pass ``activation_fn=torch.nn.Sigmoid()`` here to get
+CrossEncoder's numbers.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._runtime import column_texts
+
+
+def _pair_list(pairs) -> tuple[list, bool]:
+    """``(pairs, was_one_pair)``: one pair is a tuple or list of two strings, as CrossEncoder reads it."""
+    if isinstance(pairs, (tuple, list)) and pairs and isinstance(pairs[0], str):
+        return [pairs], True
+    pairs = list(pairs)
+    bad = [i for i, p in enumerate(pairs) if not (isinstance(p, (tuple, list)) and len(p) == 2
+                                                  and all(isinstance(x, str) for x in p))]
+    if bad:
+        raise TypeError(f"predict takes (query, document) pairs of strings; pair {bad[0]} is {pairs[bad[0]]!r}")
+    return pairs, False
+
+
+class PairScoring:
+    """sentence-transformers' ``CrossEncoder`` methods on a ``LongDocReranker``."""
+
+    @contextlib.contextmanager
+    def _options(self, batch_size: int | None, show_progress_bar: bool | None):
+        """The runtime's batch size and progress bar, changed for one call."""
+        saved = self.runtime.batch_size, self.runtime.verbose
+        if batch_size is not None:
+            if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+                raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            self.runtime.batch_size = batch_size
+        if show_progress_bar is not None:
+            self.runtime.verbose = bool(show_progress_bar)
+        try:
+            yield
+        finally:
+            self.runtime.batch_size, self.runtime.verbose = saved
+
+    def predict(self, pairs, batch_size: int | None = None, show_progress_bar: bool | None = None,
+                activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
+                convert_to_numpy: bool = True, convert_to_tensor: bool = False):
+        """Scores of ``(query, document)`` pairs, as ``CrossEncoder.predict`` gives them.
+
+        The scores are **logits**: the model's head, unchanged (``CrossEncoder`` applies a sigmoid
+        to a one-label model by default; ``activation_fn=torch.nn.Sigmoid()`` gives its numbers).
+
+        Args:
+            pairs: a list of ``(query, document)`` tuples or lists of strings, or one pair.
+            batch_size: (query, chunk) sequences per encoder call; default the model's ``batch_size``.
+            show_progress_bar: a progress bar for this call; default the model's ``verbose``.
+            activation_fn: applied to the scores (a tensor), e.g. ``torch.nn.Sigmoid()``.
+            apply_softmax: accepted as CrossEncoder takes it; it applies to several labels only,
+                and a model gives one score per pair, so it changes nothing.
+            convert_to_numpy: a float32 array; otherwise a list of 0-d tensors.
+            convert_to_tensor: one float32 tensor (overrides ``convert_to_numpy``).
+
+        Returns:
+            One score per pair; for one pair (not in a list), that score alone (a float32 scalar).
+        """
+        pairs, one = _pair_list(pairs)
+        frame = pd.DataFrame(pairs, columns=["query", "text"], dtype=object)
+        with self._options(batch_size, show_progress_bar):
+            raw = self.score_texts(column_texts(frame, "query", self), column_texts(frame, "text", self)) \
+                if pairs else np.empty(0)
+        scores = torch.from_numpy(raw.astype(np.float32))
+        if activation_fn is not None:
+            scores = activation_fn(scores)
+        # apply_softmax: CrossEncoder applies it to models with several labels only; here every
+        # pair has one score, so it changes nothing
+        if convert_to_tensor:
+            result = scores
+        elif convert_to_numpy:
+            result = scores.numpy()
+        else:
+            result = list(scores)
+        return result[0] if one else result
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None, return_documents: bool = False,
+             batch_size: int | None = None, show_progress_bar: bool | None = None,
+             activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[dict]:
+        """The documents ordered by score (logits, see :meth:`predict`), as ``CrossEncoder.rank``
+        gives them: dicts with ``corpus_id`` (the position in ``documents``), ``score`` (a float)
+        and, with ``return_documents``, ``text``; the ``top_k`` best only, when given; ties keep
+        the documents' order."""
+        if not isinstance(query, str):
+            raise TypeError(f"rank takes one query (a str), got {type(query).__name__}")
+        scores = self.predict([(query, d) for d in documents], batch_size=batch_size,
+                              show_progress_bar=show_progress_bar, activation_fn=activation_fn).tolist()
+        results = [{"corpus_id": i, "score": score, **({"text": documents[i]} if return_documents else {})}
+                   for i, score in enumerate(scores)]
+        return sorted(results, key=lambda r: r["score"], reverse=True)[:top_k]

@@ -1,0 +1,70 @@
+"""PyTerrier's ``get_parameter``/``set_parameter`` on a model: the chunking settings and the
+runtime options, so that ``pt.GridSearch`` and ``pt.GridScan`` can tune ``window``, ``stride``,
+``max_doc_tokens`` and the rest without rebuilding the model."""
+from __future__ import annotations
+
+import dataclasses
+
+from ._chunking import Chunking
+from ._registry import CHUNKING_SETTINGS
+
+RUNTIME_OPTIONS = ("batch_size", "text_field", "verbose", "warn_cropping")
+
+
+class Parameters:
+    """Chunking settings (saved with the model) and runtime options, by name.
+
+    Chunking settings are checked together when the model next reads a document: ``pt.GridSearch``
+    sets one parameter at a time, so ``window=20`` may come before the ``stride=10`` that goes
+    with it.
+    """
+
+    def tunable_parameters(self) -> tuple[str, ...]:
+        """The names ``get_parameter`` and ``set_parameter`` take."""
+        return CHUNKING_SETTINGS + RUNTIME_OPTIONS
+
+    def _unsettled(self) -> dict:
+        return self.__dict__.setdefault("_unsettled_chunking", {})
+
+    def get_parameter(self, name: str):
+        """A chunking setting (``window``, ``stride``, ``max_doc_tokens``, ...) or a runtime
+        option (``batch_size``, ``text_field``, ``verbose``, ``warn_cropping``)."""
+        if name in CHUNKING_SETTINGS:
+            return self._unsettled().get(name, getattr(self.model.chunking, name))
+        if name in RUNTIME_OPTIONS:
+            return getattr(self.runtime, name)
+        raise ValueError(f"{type(self).__name__} has no parameter {name!r}; parameters: "
+                         f"{', '.join(self.tunable_parameters())}")
+
+    def set_parameter(self, name: str, value) -> None:
+        """Change one parameter in place (as ``pt.GridSearch`` does); a chunking setting is saved
+        with the model by ``save_pretrained``. A value is checked at once; a combination (e.g.
+        ``stride`` no larger than ``window``) when the model next reads a document."""
+        if name in RUNTIME_OPTIONS:
+            dataclasses.replace(self.runtime, **{name: value})  # checked as the constructor checks it
+            setattr(self.runtime, name, value)
+            return
+        if name not in CHUNKING_SETTINGS:
+            self.get_parameter(name)  # the error naming the parameters
+        if name == "max_query_tokens" and hasattr(self.model.aggregator, "query_length"):
+            raise ValueError(f"{type(self).__name__}'s head was built for max_query_tokens="
+                             f"{self.model.chunking.max_query_tokens}: its weights depend on it, so it cannot change")
+        Chunking(**{name: value})  # the value on its own
+        self._unsettled()[name] = value
+
+    def settle_parameters(self) -> None:
+        """Applies the chunking settings ``set_parameter`` changed; an error names a combination
+        that does not work."""
+        changed = self._unsettled()
+        if not changed:
+            return
+        try:
+            chunking = dataclasses.replace(self.model.chunking, **changed)
+            chunking.doc_window(self.model.layout)  # the chunks must fit the encoder
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__}: the settings given to set_parameter "
+                             f"({', '.join(f'{k}={v!r}' for k, v in changed.items())}) do not work together: "
+                             f"{error}") from None
+        self.model.chunking = chunking
+        self.config.settings.update(changed)
+        changed.clear()

@@ -1,0 +1,26 @@
+"""Warnings shown at the user's line: the first frame outside this package and PyTerrier, however
+deep the call came (``model(df)``, a pipeline, ``predict``, ``from_pretrained``)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CONTEXTLIB = os.path.abspath(contextlib.__file__)  # `with` blocks of the library's own context managers
+
+
+def _internal(filename: str) -> bool:
+    filename = os.path.abspath(filename)
+    pyterrier = getattr(sys.modules.get("pyterrier"), "__file__", None)  # Transformer.__call__, pipelines
+    return filename.startswith(_HERE) or filename == _CONTEXTLIB or (
+        pyterrier is not None and filename.startswith(os.path.dirname(os.path.abspath(pyterrier)) + os.sep))
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` with the stack level of the first caller outside the library."""
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
