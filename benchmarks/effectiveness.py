@@ -37,7 +37,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -490,18 +489,10 @@ def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: li
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
     commit and time taken."""
     header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
-              "commit": _commit(), "wall_minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
+              "commit": _common_commit(), "wall_minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
     stem.with_suffix(".json").write_text(json.dumps({**header, **result}, indent=1))
     stem.with_suffix(".md").write_text(f"Machine: {header['machine']}; {header['date']}; commit {header['commit']}; "
                                        f"{header['wall_minutes']} min wall; dtype {dtype}; seeds {seeds}\n\n{text}")
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
@@ -575,6 +566,12 @@ def machine() -> str:
         pass
     return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, python {platform.python_version()}"
 
+
+
+def _common_commit() -> str:
+    from _common import commit
+
+    return commit()
 
 
 def _minilm() -> str:
