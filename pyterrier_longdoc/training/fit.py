@@ -45,7 +45,8 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
             come from the same ``candidates``); disjoint from the training queries.
         valid_metric: an ir_measures name (``"nDCG@10"``, ``"RR@10"``, ...). With validation the
             starting model is evaluated before the first step, then every ``eval_every`` steps and
-            after every epoch (the history's ``valid_metric`` column; the start is a row of step 0).
+            after every epoch (the history's ``valid_metric`` column; the start's value is in
+            ``attrs["selection"]``).
         load_best_model_at_end: (default True) restore the best evaluated model at the end, the
             start included, so training never ends below its start on validation; a
             ``TrainingBelowStartWarning`` says when the last evaluation was below the start. The
@@ -56,8 +57,9 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
             damaged one is skipped with a warning) and ends with the same model as an
             uninterrupted run, selection included (the best weights are kept in ``best/``).
             Resuming with other settings or other training data (topics, qrels, the candidates'
-            ranking, the documents' text) is refused. ``fit`` returns the selected model in
-            ``reranker``; ``from_pretrained(checkpoint_dir)`` loads the latest checkpoint.
+            ranking, the documents' text) is refused. With selection, the last checkpoint is
+            rewritten with the selected weights, so ``from_pretrained(checkpoint_dir)`` loads the
+            model ``fit`` ended with.
         save_total_limit: how many of the newest checkpoints are kept.
         restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
         max_grad_norm: clip the gradient of each optimiser step (over all parameters, after

@@ -163,9 +163,8 @@ class Trainer:
         """The validation metric of the current model (rank 0 computes it), recorded for selection."""
         value = self.data.evaluate() if self.rank == 0 else 0.0
         value = broadcast_value(value, self.world, self.reranker.device)
-        if self.global_step == 0:
-            self.history.append({"step": 0, "epoch": 0, "loss": float("nan"), "lr": 0.0})
-        self.history[-1][self.args.valid_metric] = value
+        if self.history:  # the start's value is in the selection's report (history: one row per step)
+            self.history[-1][self.args.valid_metric] = value
         self.selection.record(value, self.global_step, self.model)
         return value
 
@@ -248,6 +247,8 @@ class Trainer:
         restore = self.args.load_best_model_at_end
         if restore:
             self.selection.restore(self.model)
+            if self.selection.best_step != self.global_step:
+                self.checkpoint()  # the last checkpoint holds the selected model: from_pretrained(checkpoint_dir)
         self.selection.warn_if_below_start(restored=restore, stacklevel=6)
         history.attrs["selection"] = {**self.selection.report(), "restored": restore}
         return history
