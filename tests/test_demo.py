@@ -132,7 +132,7 @@ def test_a_fresh_demo_run_matches_the_recorded_run():
         return  # a smoke run of the demo: nothing to compare
     failed = [c for c, holds in results["conclusions"].items() if not holds]
     assert not failed, f"the demo's run ({results['dtype']}) does not show: {failed}"
-    assert results["dtype"] in tables, f"README.md states no {results['dtype']} results for this run to match"
+    assert results["dtype"] in tables, f"benchmarks/results/demo.json records no {results['dtype']} run to match"
     stated = tables[results["dtype"]]
     for split in ("near", "far"):
         got = {row["name"]: row["RR"] for row in results["tables"][split]}

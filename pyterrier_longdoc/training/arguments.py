@@ -115,11 +115,6 @@ class TrainingArguments:
             out[f.name] = str(value) if f.name == "loss" else value
         return out
 
-    @property
-    def selects(self) -> bool:
-        """Whether validation picks the model training ends with."""
-        return self.load_best_model_at_end
-
 
 def fit_option_defaults(data: bool = True) -> dict[str, Any]:
     """The options ``fit`` takes, with their defaults: the settings, and (``data``) the data

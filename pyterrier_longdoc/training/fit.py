@@ -124,7 +124,7 @@ def prepare(reranker, args: TrainingArguments, topics, qrels, candidates, text, 
     if valid is not None:
         identity.update(fingerprint(valid=valid[2][["qid", "docno", "query", reranker.text_field]]))
         evaluate_now = lambda: evaluate(reranker, *valid, args.valid_metric, data.lookup)  # noqa: E731
-    return PreparedData(data.topics, data.pools, texts, valid, identity, evaluate_now)
+    return PreparedData(data.topics, data.pools, texts, identity, evaluate_now)
 
 
 def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:

@@ -26,12 +26,11 @@ from .selection import Selection, prune_weights
 @dataclass
 class PreparedData:
     """What a run trains on, checked: topics, each usable query's (positives, negatives), the
-    sampled documents' text, the validation frames (or None) and the data's fingerprint."""
+    sampled documents' text, the data's fingerprint and (with validation) the metric's evaluation."""
 
     topics: pd.DataFrame
     pools: dict
     texts: dict[str, str]
-    validation: tuple | None
     fingerprint: dict
     evaluate: Callable[[], float] | None = None
 
