@@ -55,6 +55,9 @@ import pandas as pd
 warnings.filterwarnings("ignore")
 
 MODELS = ("FirstP", "MaxP", "ParadeAttn")
+# zero-shot models that are wholly the passage stage's cross-encoder (no new parameter drawn by
+# the seed): scored once per collection, the file read by every seed's process
+SEED_FREE_ZERO_SHOT = ("FirstP", "MaxP")
 COLLECTIONS = ("gcide", "foldoc", "wn")
 TUNING_COLLECTION = "gcide"
 FILLER_WORDS = 15
@@ -242,9 +245,17 @@ def run_recipe(data: dict, sizes: dict, backbone: str, dtype: str, seeds: list[i
                     validation.setdefault(name, {})[seed] = report
                     minutes.setdefault(f"fit {name}, CPU", []).append(cpu_minutes() - cpu)
                 else:
+                    cached = zero_shot_cache(output, name, warm_start, sizes, dtype)
+                    if cached.exists():  # the same model as another seed's: not scored again
+                        for split, by_query in json.loads(cached.read_text()).items():
+                            scores.setdefault(label, {}).setdefault(split, {})[seed] = by_query
+                        print(f"seed {seed}: {label} read from {cached}", flush=True)
+                        continue
                     model = build(name, warm_start, sizes, dtype, seed)
                 for split, candidates in data["tests"].items():
                     scores.setdefault(label, {}).setdefault(split, {})[seed] = reciprocal_ranks(model(candidates))
+                if not fit and name in SEED_FREE_ZERO_SHOT:
+                    cached.write_text(json.dumps({split: scores[label][split][seed] for split in data["tests"]}))
                 print(f"seed {seed}: {label} {time.time() - started:.0f} s  " + "  ".join(
                     f"{split} RR {np.mean(list(scores[label][split][seed].values())):.3f}" for split in data["tests"])
                       + (f"  validation {validation[name][seed]['start']:.3f} -> best {validation[name][seed]['best']:.3f}"
@@ -252,6 +263,13 @@ def run_recipe(data: dict, sizes: dict, backbone: str, dtype: str, seeds: list[i
                          if fit else ""), flush=True)
                 del model
     return scores, validation, minutes
+
+
+def zero_shot_cache(output: Path, name: str, warm_start: str, sizes: dict, dtype: str) -> Path:
+    """Where a zero-shot model's per-query RR is kept, keyed by everything that defines the model."""
+    stamp = json.loads((Path(warm_start) / "passage-stage.json").read_text())["stamp"]
+    key = zlib.crc32(json.dumps([name, stamp, sizes, dtype], sort_keys=True, default=str).encode())
+    return output / f"zero-shot-{name}-{key:08x}.json"
 
 
 def tune(data: dict, rates: list[float], sizes: dict, backbone: str, dtype: str, seeds: list[int],

@@ -57,6 +57,10 @@ def test_the_results_file_has_every_system_split_and_seed(run):
         for cell in splits.values():
             assert 0 <= cell["mean"] <= 1 and cell["queries"] > 0
     assert set(result["per_query"]["MaxP"]["far"]) == {"0", "1"}  # one entry per seed
+    # zero-shot FirstP and MaxP are the passage stage's model whatever the seed: scored once, read by seed 1
+    assert "seed 1: zero-shot MaxP read from" in stdout
+    for split in ("near", "far"):
+        assert result["per_query"]["zero-shot MaxP"][split]["1"] == result["per_query"]["zero-shot MaxP"][split]["0"]
     for model in ("FirstP", "MaxP", "ParadeAttn"):  # the selection report of every trained model and seed
         for report in result["validation"][model].values():
             assert report["best"] >= report["start"] and report["restored"]
