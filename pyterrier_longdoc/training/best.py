@@ -14,7 +14,6 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -24,10 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._build import InMemory, build_model
 from .._chunking import window_starts
+from .._registry import model_class
 from .._text import text_offsets, without_lone_surrogates
 from .fit import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
+from .scorer import Scorer
 
 SEGMENT_SEPARATOR = "#"
 # the models BeST applies to: trained on one segment, ranking by the best segment
@@ -64,7 +66,7 @@ def parent_docno(segment_docno: str) -> str:
     return segment_docno.rsplit(SEGMENT_SEPARATOR, 1)[0]
 
 
-def segment_documents(reranker, docnos: Iterable[str], texts: Iterable[str]) -> pd.DataFrame:
+def segment_documents(reranker: Scorer, docnos: Iterable[str], texts: Iterable[str]) -> pd.DataFrame:
     """Cut documents into the segments ``reranker`` reads: its (window, stride) over the
     first ``max_doc_tokens`` tokens, every window kept (``max_chunks`` does not apply, so a
     FirstP gets all of its 477-token windows, not just the first).
@@ -225,7 +227,7 @@ def _training_frames(pairs, chosen: Mapping, labels: Mapping, rank: Mapping) -> 
             pd.DataFrame(candidate_rows, columns=["qid", "docno", "rank"]))
 
 
-def _select(reranker, pairs, per_doc: Mapping, segment_text: Mapping, queries: Mapping) -> pd.DataFrame:
+def _select(reranker: Scorer, pairs, per_doc: Mapping, segment_text: Mapping, queries: Mapping) -> pd.DataFrame:
     """Score every segment of every training (query, document) pair; keep each pair's best."""
     keys, seg_docnos = [], []
     for qid, docno, positive in pairs:
@@ -243,32 +245,22 @@ def _select(reranker, pairs, per_doc: Mapping, segment_text: Mapping, queries: M
     return best.drop_duplicates(["qid", "docno"]).reset_index(drop=True)
 
 
-def as_maxp(reranker, **settings):
+def as_maxp(reranker: Scorer, **settings) -> Scorer:
     """The inference view of a segment-trained model: a MaxP scoring every segment.
 
     A MaxP is returned as it is (or a copy with ``settings`` when given); a FirstP becomes a
     MaxP with a copy of its weights, reading disjoint windows of the FirstP's size over
     ``max_doc_tokens`` tokens (FirstP and MaxP score each window with the same head).
     """
-    from .._chunking import Chunking
-    from .._model import LongDocModel
-    from .._registry import CHUNKING_SETTINGS, model_class
-    from ..aggregators.score import ScoreAggregator
-
     if reranker.name == "maxp" and not settings:
         return reranker
     if reranker.name not in _SEGMENT_MODELS:
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
     maxp = model_class("maxp")
-    merged = dict(reranker.settings)
     if reranker.name == "firstp":  # every window of the FirstP's size, filled as the training segments are
-        merged.update(max_chunks=None, disjoint_split="fill")
-    merged = maxp.check_settings({**merged, **settings})
-    source = reranker.model
-    aggregator = ScoreAggregator(source.aggregator.hidden_size, reduce="max", head=copy.deepcopy(source.aggregator.head))
-    model = LongDocModel(copy.deepcopy(source.encoder), source.tokenizer, aggregator,
-                         Chunking(**{k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}))
-    config = dataclasses.replace(reranker.config, model="maxp", settings=merged)
+        settings = {"max_chunks": None, "disjoint_split": "fill", **settings}
+    source = InMemory(reranker.model, reranker.settings, reranker.config.base_model)
+    config, model = build_model(maxp, source, settings)
     return maxp.from_model(model, config, **{**dataclasses.asdict(reranker.runtime), "device": reranker.device})
 
 

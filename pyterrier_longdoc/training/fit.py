@@ -10,10 +10,11 @@ from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
 from .sampling import (Named, as_frame, checked_qrels, checked_topics, require_frame, sampled_docnos, split_validation,
                        training_data)
+from .scorer import Scorer
 from .trainer import PreparedData, Trainer, grad_scaler  # noqa: F401 - grad_scaler: public here since 0.2
 
 
-def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: TrainingArguments | None = None, *,
+def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: TrainingArguments | None = None, *,
         text=None, valid_topics: pd.DataFrame | None = None, valid_qrels: pd.DataFrame | None = None,
         valid_candidates=None, callback: Callable[[dict], None] | None = None, **options) -> pd.DataFrame:
     """Train ``reranker`` end to end and return the training history (one row per optimiser step).
@@ -96,7 +97,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
     return Trainer(reranker, args, data, callback).train()
 
 
-def prepare(reranker, args: TrainingArguments, topics, qrels, candidates, text, validation) -> PreparedData:
+def prepare(reranker: Scorer, args: TrainingArguments, topics, qrels, candidates, text, validation) -> PreparedData:
     """Checks the input and builds what the Trainer reads: training pools, texts, validation and
     the data's fingerprint."""
     context = Named(f"{reranker!r}.fit")
@@ -127,7 +128,7 @@ def prepare(reranker, args: TrainingArguments, topics, qrels, candidates, text, 
     return PreparedData(data.topics, data.pools, texts, identity, evaluate_now)
 
 
-def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
+def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
     """Mean ``metric`` of the re-ranked validation candidates."""
     import ir_measures
 
@@ -159,7 +160,7 @@ def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[
     return dict(zip(docnos, column_texts(frame, text_field, context)))
 
 
-def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
+def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lookup,
                     context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None:
     """(topics, qrels, candidates with query and text) for validation, checked before training;
     None without validation."""

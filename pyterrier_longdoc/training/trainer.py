@@ -21,6 +21,7 @@ from .distributed import (barrier, broadcast_value, distributed_setup, micro_bat
 from .losses import make_loss
 from .sampling import sample_epoch
 from .selection import Selection, prune_weights
+from .scorer import Scorer
 
 
 @dataclass
@@ -39,7 +40,7 @@ class Trainer:
     """Trains ``reranker`` on ``data`` with ``args``: ``train()`` runs the whole run (resuming from
     ``args.checkpoint_dir`` when it holds a checkpoint) and returns the history, one row per step."""
 
-    def __init__(self, reranker, args: TrainingArguments, data: PreparedData,
+    def __init__(self, reranker: Scorer, args: TrainingArguments, data: PreparedData,
                  callback: Callable[[dict], None] | None = None):
         self.reranker, self.args, self.data, self.callback = reranker, args, data, callback
         self.model = reranker.model
@@ -253,7 +254,7 @@ class Trainer:
         return history
 
 
-def grad_scaler(reranker) -> torch.amp.GradScaler | None:
+def grad_scaler(reranker: Scorer) -> torch.amp.GradScaler | None:
     """A loss scaler for fp16 autocast, whose small range lets gradients underflow or overflow;
     None for bf16 and fp32."""
     if reranker.autocast_dtype != torch.float16:
