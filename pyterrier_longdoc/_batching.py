@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ._chunking import Chunking, SpecialLayout
-from ._runtime import BATCHINGS as BATCHING_POLICIES
+from ._runtime_names import BATCHINGS as BATCHING_POLICIES
 
 
 @dataclass

@@ -11,15 +11,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
 from ._text import replace_lone_surrogates
 
 
-# the dtype vocabulary every entry point takes (models, the passage stage, the demo, the CLI)
+# autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
+# the passage stage, the demo, the command line)
 AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
                    "fp16": torch.float16, "float16": torch.float16}
-DTYPES = ("auto", "bf16", "fp16", "fp32", "int8")  # the names a command line offers
-# batch policies of the engine (``_batching`` maps each to its function)
-BATCHINGS = ("length_sorted", "input_order")
 # the options a model's constructor takes; the others are engine options, set as attributes
 CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping")
 
@@ -36,7 +35,7 @@ class Runtime:
     and ``onednn_linears`` (the inference fast paths, where the encoder supports them).
     """
 
-    batch_size: int = 16
+    batch_size: int = BATCH_SIZE
     text_field: str = "text"
     device: str | torch.device | list | None = None
     dtype: str | torch.dtype | None = None
@@ -112,6 +111,13 @@ class Runtime:
                                  "CPU only")
             return None
         return resolve_dtype(self.dtype, device if device is not None else self.devices()[0])
+
+    def dtype_name(self, device: torch.device | None = None) -> str:
+        """What ``dtype`` comes to on ``device`` (default: the first device): ``"bf16"``,
+        ``"fp16"``, ``"fp32"`` or ``"int8"``."""
+        if self.int8:
+            return "int8"
+        return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype(device)]
 
 
 def _check_flag(name: str, value) -> None:

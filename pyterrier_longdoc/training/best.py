@@ -147,17 +147,9 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     context = Named(f"fit_best({reranker!r})")
     data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
                          context=context)
-    topics, qrels, usable, lookup = data.topics, data.qrels, data.pools, data.lookup
-    labels = {(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])}
-    queries = dict(zip(topics["qid"].astype(str), topics["query"]))
-    pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
-    pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
-    docnos = list(dict.fromkeys(d for _, d, _ in pairs))
-    segments = segment_documents(reranker, docnos, lookup(docnos))
-    segment_text = dict(zip(segments["seg_docno"], segments["text"]))
-    per_doc = {d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]}
-    rank = {(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)}
-    train_topics = topics[topics["qid"].astype(str).isin(set(usable))]
+    lookup = data.lookup
+    judged = _judged_segments(reranker, data)
+    pairs, per_doc, segment_text = judged.pairs, judged.per_doc, judged.segment_text
 
     valid_lookup = lookup if valid_text is None else text_lookup(data.candidates, reranker.text_field, valid_text)
     validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, valid_lookup,
@@ -170,15 +162,15 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     chosen = {key: per_doc[key[1]] for key in ((q, d) for q, d, _ in pairs)}  # iteration 0: all segments
     for iteration in range(iterations):
         if iteration > 0:
-            selections = _select(reranker, pairs, per_doc, segment_text, queries)
+            selections = _select(reranker, pairs, per_doc, segment_text, judged.queries)
             chosen = {(q, d): [segment_id(d, k)] for q, d, k in zip(selections["qid"], selections["docno"],
                                                                      selections["segment"])}
             reranker = _fresh(model_factory)
-        seg_qrels, seg_candidates = _training_frames(pairs, chosen, labels, rank)
+        seg_qrels, seg_candidates = _training_frames(pairs, chosen, judged.labels, judged.rank)
         options = dict(fit_options)
         if checkpoint_dir is not None:
             options["checkpoint_dir"] = Path(checkpoint_dir) / f"iteration-{iteration}"
-        history = fit(reranker, train_topics, seg_qrels, seg_candidates, text=segment_text,
+        history = fit(reranker, judged.topics, seg_qrels, seg_candidates, text=segment_text,
                       top_k=max(1, int(seg_candidates.groupby("qid").size().max())) if len(seg_candidates) else 1,
                       **options)
         histories.append(history.assign(iteration=iteration))
@@ -202,6 +194,35 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     if not validating:
         best_model = as_maxp(best_model)
     return BestResult(best_model, table, pd.concat(histories, ignore_index=True), selections)
+
+
+@dataclass
+class _Judged:
+    """The judged documents of the usable queries, cut into segments."""
+
+    pairs: list               # (qid, docno, positive)
+    labels: dict              # (qid, docno) -> label, of the positives
+    rank: dict                # (qid, docno) -> candidate rank, of the negatives
+    queries: dict             # qid -> query
+    topics: pd.DataFrame      # the training topics
+    segment_text: dict        # segment docno -> text
+    per_doc: dict             # docno -> its segment docnos
+
+
+def _judged_segments(reranker: Scorer, data) -> _Judged:
+    topics, qrels, usable = data.topics, data.qrels, data.pools
+    pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
+    pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
+    docnos = list(dict.fromkeys(d for _, d, _ in pairs))
+    segments = segment_documents(reranker, docnos, data.lookup(docnos))
+    return _Judged(
+        pairs=pairs,
+        labels={(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])},
+        rank={(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)},
+        queries=dict(zip(topics["qid"].astype(str), topics["query"])),
+        topics=topics[topics["qid"].astype(str).isin(set(usable))],
+        segment_text=dict(zip(segments["seg_docno"], segments["text"])),
+        per_doc={d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]})
 
 
 def _fresh(model_factory):

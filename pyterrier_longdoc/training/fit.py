@@ -79,17 +79,16 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
     Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
     on GPU) the model trains wrapped in ``torch.nn.parallel.DistributedDataParallel``: every
     process takes its share of each step's queries (every ``world_size``-th), the gradients are
-    all-reduced in buckets while the last micro-batch's backward pass runs (the other micro-batches
-    of a step accumulate locally under ``no_sync``), and they add up to the gradient one process
-    computes on the whole global batch, so the same ``queries_per_step`` gives the same training
-    (up to the order of floating-point sums). Every process calls ``fit`` with the same data and
-    options, and its own device, e.g. ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0
-    writes checkpoints (``checkpoint_dir`` must be on a file system every process reads, as each
-    resumes from it, with its own RNG state) and runs validation. On the CPU a resumed run ends
-    bit-identical to an uninterrupted one, in one process and in 2 (tested with gloo; with more,
-    the all-reduce may add in another order); on a GPU, dropout draws from the GPU's generator,
-    which checkpoints do not hold, and some CUDA kernels are not deterministic, so a resumed run
-    ends close to, not bitwise equal to, an uninterrupted one.
+    all-reduced in buckets during the last micro-batch's backward pass (the others accumulate
+    under ``no_sync``) and add up to the gradient of the whole global batch, so the same
+    ``queries_per_step`` gives the same training (up to the order of floating-point sums). Every
+    process calls ``fit`` with the same data and options and its own device, e.g.
+    ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0 writes checkpoints (``checkpoint_dir``
+    on a file system every process reads: each resumes from it, with its own RNG state) and runs
+    validation. On the CPU a resumed run ends bit-identical to an uninterrupted one, in one
+    process and in 2 (tested with gloo; with more, the all-reduce may add in another order); on a
+    GPU, dropout draws from the GPU's generator, which checkpoints do not hold, and some CUDA
+    kernels are not deterministic, so a resumed run ends close to, not bitwise equal to, it.
     """
     check_option_names(options, "fit", data=False)
     args = (args or TrainingArguments()).replace(**options) if options else (args or TrainingArguments())
