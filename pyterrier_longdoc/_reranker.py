@@ -1,8 +1,8 @@
-"""LongDocReranker: the pt.Transformer every model is; validate -> chunk -> batch -> score -> rank.
+"""LongDocReranker: the pt.Transformer every model is; validate -> score -> rank, and fit.
 
-A model is built from one of three starts: a saved pyterrier_longdoc folder (the whole model),
-a trained cross-encoder (a ``*ForSequenceClassification`` checkpoint: its encoder, and its head
-for the models that score chunks), or a plain encoder (a new head, with a warning).
+A thin class: where it runs is its ``Runtime``, how it is built is ``_build.build_model`` (a saved
+folder, a trained cross-encoder, a plain encoder), how it scores is ``_scoring``, what it writes
+is ``_hub``; training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
