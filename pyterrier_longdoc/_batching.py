@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ._chunking import Chunking, SpecialLayout
+from ._runtime_names import BATCHINGS as BATCHING_POLICIES
 
 
 @dataclass
@@ -98,9 +99,9 @@ def input_order_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_id
         yield build_batch(plan, np.arange(b, min(b + batch_size, len(plan))), query_ids, doc_ids, layout, pad_id)
 
 
-#: batching policies of ``LongDocModel.batching``
-BATCHINGS: dict[str, Callable[..., Iterator[ChunkBatch]]] = {
-    "length_sorted": length_sorted_batches, "input_order": input_order_batches}
+#: batching policies of ``LongDocModel.batching``, by the names ``Runtime`` accepts
+BATCHINGS: dict[str, Callable[..., Iterator[ChunkBatch]]] = dict(zip(BATCHING_POLICIES, (
+    length_sorted_batches, input_order_batches)))
 
 
 def build_batch(plan: ChunkPlan, index: np.ndarray, query_ids: Sequence[np.ndarray],

@@ -21,6 +21,7 @@ from ._chunking import Chunking, SpecialLayout, Tokenization
 from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._config import WEIGHTS_NAME, ModelConfig
 from ._files import file_sha256
+from ._runtime import Runtime
 from ._weights import architecture, read_weights, save_weights
 from .aggregators.base import Aggregator
 
@@ -45,20 +46,50 @@ class ScoringObserver:
         pass
 
 
-class LongDocModel(nn.Module):
+class ObservedStages:
+    """The hooks of a :class:`ScoringObserver` (``observer``) around the stages of scoring."""
+
+    observer: ScoringObserver | None = None
+
+    @contextlib.contextmanager
+    def _stage(self, name: str, batch: ChunkBatch | None = None):
+        observer = self.observer
+        if observer is None:
+            yield
+            return
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            observer.stage(name, time.perf_counter() - start, batch)
+
+    def _observed_batches(self, batches):
+        iterator = iter(batches)
+        while True:
+            with self._stage("batch"):
+                batch = next(iterator, None)
+            if batch is None:
+                return
+            yield batch
+
+    def _observed(self, worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:
+        def encode(batch):
+            with self._stage("encode", batch):
+                return worker(batch)
+        return encode if self.observer is not None else worker
+
+
+class LongDocModel(ObservedStages, nn.Module):
     """A backbone encoder, the chunking it reads documents with, and an aggregator head.
 
-    Engine options (attributes, not saved): ``batching``, the batch policy (``"length_sorted"``,
+    Engine options (not saved) are its ``runtime``'s (a :class:`Runtime`, the reranker's own
+    once attached), also as attributes here: ``batching``, the batch policy (``"length_sorted"``,
     the default, or ``"input_order"``, a baseline); ``partial_last_layer``, compute the last
     encoder layer at inference only at the leading positions the aggregator reads ([CLS]; for
     PARADE-Transformer-Q also the query tokens), on by default where supported;
     ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
     (on by default, for the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
     """
-
-    observer: ScoringObserver | None = None
-    batching: str = "length_sorted"
-    onednn_linears: bool = True
 
     def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
         super().__init__()
@@ -79,7 +110,22 @@ class LongDocModel(nn.Module):
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
+        self.runtime = Runtime()
+        self.supports_partial_last_layer = aggregator.reads_leading_only and supports_partial_last_layer(encoder)
+
+    # the engine options live in the runtime, which checks them when they are set
+    batching = property(lambda self: self.runtime.batching, lambda self, v: setattr(self.runtime, "batching", v))
+    onednn_linears = property(lambda self: self.runtime.onednn_linears,
+                              lambda self, v: setattr(self.runtime, "onednn_linears", v))
+
+    @property
+    def partial_last_layer(self) -> bool:
+        """Whether inference computes the last layer at the leading positions only (on, and supported)."""
+        return self.runtime.partial_last_layer and self.supports_partial_last_layer
+
+    @partial_last_layer.setter
+    def partial_last_layer(self, value: bool) -> None:
+        self.runtime.partial_last_layer = value
 
     @staticmethod
     def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
@@ -92,7 +138,7 @@ class LongDocModel(nn.Module):
 
     def replica(self, device) -> "LongDocModel":
         """A copy for inference on ``device``; it shares the tokenizer and its cache."""
-        memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization)}
+        memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization, self.runtime)}
         return copy.deepcopy(self, memo).to(device).eval()
 
     def encode(self, batch: ChunkBatch) -> torch.Tensor:
@@ -121,33 +167,6 @@ class LongDocModel(nn.Module):
         if not self.partial_last_layer or self.encoder.training:
             return None
         return self.aggregator.last_layer_positions(batch)
-
-    @contextlib.contextmanager
-    def _stage(self, name: str, batch: ChunkBatch | None = None):
-        observer = self.observer
-        if observer is None:
-            yield
-            return
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            observer.stage(name, time.perf_counter() - start, batch)
-
-    def _observed_batches(self, batches):
-        iterator = iter(batches)
-        while True:
-            with self._stage("batch"):
-                batch = next(iterator, None)
-            if batch is None:
-                return
-            yield batch
-
-    def _observed(self, worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:
-        def encode(batch):
-            with self._stage("encode", batch):
-                return worker(batch)
-        return encode if self.observer is not None else worker
 
     def chunk_spans(self, text: str) -> list[tuple[int, int]]:
         """The (start, end) document-token spans encoded of ``text``, one per chunk."""
@@ -181,11 +200,7 @@ class LongDocModel(nn.Module):
         document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
             plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
-        try:
-            make_batches = BATCHINGS[self.batching]
-        except KeyError:
-            raise ValueError(f"unknown batching {self.batching!r}; use one of {', '.join(BATCHINGS)}") from None
-        batches = make_batches(plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
+        batches = BATCHINGS[self.batching](plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         # progress counts documents: one is done when the last of its chunks is encoded
@@ -215,27 +230,7 @@ class LongDocModel(nn.Module):
                     done = future.result()
                     pieces += [(index, features.to(self.device)) for index, features in done]
                     report(done)
-        index = np.concatenate([i for i, _ in pieces])
-        outputs = [f for _, f in pieces]
-        single = isinstance(outputs[0], torch.Tensor)
-        columns = [_concat_padded(list(c)) for c in ([outputs] if single else zip(*outputs))]
-        device = columns[0].device
-        order = torch.from_numpy(np.argsort(index, kind="stable")).to(device)
-
-        # regroup per document: [documents, chunks, ...], padding chunks masked
-        doc = torch.from_numpy(plan.doc).to(device)
-        position = torch.from_numpy(plan.position).to(device)
-        n_chunks = int(plan.n_chunks.max())
-        grouped = []
-        for features in columns:
-            features = features[order]  # back in plan order
-            if features.is_floating_point():
-                features = features.float()
-            empty = features.new_zeros((len(doc_ids), n_chunks, *features.shape[1:]))
-            grouped.append(empty.index_put((doc, position), features))
-        mask = torch.zeros((len(doc_ids), n_chunks), dtype=torch.bool, device=device)
-        mask[doc, position] = True
-        return (grouped[0] if single else tuple(grouped)), mask
+        return _per_document(pieces, plan, len(doc_ids))
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
         """Writes ``model.safetensors`` (under transformers' names, see ``_weights``), the
@@ -291,3 +286,30 @@ def _concat_padded(parts: list[torch.Tensor]) -> torch.Tensor:
         out[(slice(start, start + len(p)), *(slice(0, size) for size in p.shape[1:]))] = p
         start += len(p)
     return out
+
+
+def _per_document(pieces: list[tuple[np.ndarray, torch.Tensor]], plan: ChunkPlan, n_docs: int):
+    """The encoded batches' features back in plan order and regrouped per document
+    (``[documents, chunks, ...]``, padding chunks masked), and the chunk mask."""
+    index = np.concatenate([i for i, _ in pieces])
+    outputs = [f for _, f in pieces]
+    single = isinstance(outputs[0], torch.Tensor)
+    columns = [_concat_padded(list(c)) for c in ([outputs] if single else zip(*outputs))]
+    device = columns[0].device
+    order = torch.from_numpy(np.argsort(index, kind="stable")).to(device)
+
+    # regroup per document: [documents, chunks, ...], padding chunks masked
+    doc = torch.from_numpy(plan.doc).to(device)
+    position = torch.from_numpy(plan.position).to(device)
+    n_chunks = int(plan.n_chunks.max())
+    grouped = []
+    for features in columns:
+        features = features[order]  # back in plan order
+        if features.is_floating_point():
+            features = features.float()
+        empty = features.new_zeros((n_docs, n_chunks, *features.shape[1:]))
+        grouped.append(empty.index_put((doc, position), features))
+    mask = torch.zeros((n_docs, n_chunks), dtype=torch.bool, device=device)
+    mask[doc, position] = True
+    return (grouped[0] if single else tuple(grouped)), mask
+

@@ -38,9 +38,7 @@ class PairScoring:
         """The runtime's batch size and progress bar, changed for one call."""
         saved = self.runtime.batch_size, self.runtime.verbose
         if batch_size is not None:
-            if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-                raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-            self.runtime.batch_size = batch_size
+            self.runtime.batch_size = batch_size  # checked by the runtime
         if show_progress_bar is not None:
             self.runtime.verbose = bool(show_progress_bar)
         try:

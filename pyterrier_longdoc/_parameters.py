@@ -41,8 +41,7 @@ class Parameters:
         with the model by ``save_pretrained``. A value is checked at once; a combination (e.g.
         ``stride`` no larger than ``window``) when the model next reads a document."""
         if name in RUNTIME_OPTIONS:
-            dataclasses.replace(self.runtime, **{name: value})  # checked as the constructor checks it
-            setattr(self.runtime, name, value)
+            setattr(self.runtime, name, value)  # checked by the runtime, as the constructor checks it
             return
         if name not in CHUNKING_SETTINGS:
             self.get_parameter(name)  # the error naming the parameters

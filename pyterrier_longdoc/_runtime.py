@@ -1,5 +1,5 @@
-"""Where and how a model runs: devices, autocast dtypes (native bf16 detection), the runtime
-options every model takes, and validation of the input columns."""
+"""Where and how a model runs: the Runtime (device, dtype, batch size and the engine options, each
+checked when set), autocast dtypes (native bf16 detection), and validation of the input columns."""
 from __future__ import annotations
 
 import ctypes
@@ -11,37 +11,118 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
 from ._text import replace_lone_surrogates
+
+
+# autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
+# the passage stage, the demo, the command line)
+AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+                   "fp16": torch.float16, "float16": torch.float16}
+# the options a model's constructor takes; the others are engine options, set as attributes
+CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping")
 
 
 @dataclasses.dataclass
 class Runtime:
-    """The runtime options every model takes; none is saved with the model."""
+    """Where and how a model runs; none of it is saved with the model. Every option is checked
+    when it is set, in the constructor or later (``model.batch_size = 0`` raises at once).
 
-    batch_size: int = 16
+    ``dtype``: ``None`` (bf16, or fp16, on CUDA; fp32 elsewhere), ``"auto"`` (as ``None``, and
+    bf16 on CPUs that compute it natively), ``"bf16"``, ``"fp16"``, ``"fp32"`` (or a
+    ``torch.dtype``), or ``"int8"`` (dynamic int8 quantization of the encoder's linear layers,
+    CPU inference only). Engine options: ``batching`` (the batch policy), ``partial_last_layer``
+    and ``onednn_linears`` (the inference fast paths, where the encoder supports them).
+    """
+
+    batch_size: int = BATCH_SIZE
     text_field: str = "text"
     device: str | torch.device | list | None = None
     dtype: str | torch.dtype | None = None
     verbose: bool = False
     warn_cropping: bool | None = None  # None: the model's own default
+    batching: str = "length_sorted"
+    partial_last_layer: bool = True
+    onednn_linears: bool = True
 
-    def __post_init__(self):
-        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not isinstance(self.text_field, str):
-            raise TypeError(f"text_field must be a column name (str), got {self.text_field!r}")
+    def __setattr__(self, name: str, value) -> None:
+        check = getattr(self, f"_check_{name}", None)
+        if check is not None:
+            check(value)
+        super().__setattr__(name, value)
+
+    @staticmethod
+    def _check_batch_size(value) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {value!r}")
+
+    @staticmethod
+    def _check_text_field(value) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"text_field must be a column name (str), got {value!r}")
+
+    @staticmethod
+    def _check_dtype(value) -> None:
+        if value is None or isinstance(value, torch.dtype) or value in ("auto", "int8", *AUTOCAST_DTYPES):
+            return
+        raise ValueError(f"unknown dtype {value!r}; use one of {sorted(AUTOCAST_DTYPES)}, 'auto', 'int8' or a "
+                         "torch.dtype")
+
+    @staticmethod
+    def _check_device(value) -> None:
+        for device in value if isinstance(value, (list, tuple)) else [value]:
+            if device is not None:
+                torch.device(device)  # torch's own error for a name it does not know
+        if isinstance(value, (list, tuple)) and not value:
+            raise ValueError("device is an empty list; give at least one device")
+
+    @staticmethod
+    def _check_batching(value) -> None:
+        if value not in BATCHINGS:
+            raise ValueError(f"unknown batching {value!r}; use one of {', '.join(BATCHINGS)}")
+
+    @staticmethod
+    def _check_partial_last_layer(value) -> None:
+        _check_flag("partial_last_layer", value)
+
+    @staticmethod
+    def _check_onednn_linears(value) -> None:
+        _check_flag("onednn_linears", value)
 
     def changed(self) -> dict:
-        """The options that differ from their defaults (for ``repr``)."""
+        """The constructor options that differ from their defaults (for ``repr``)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default}
+                if f.name in CONSTRUCTOR_OPTIONS and getattr(self, f.name) != f.default}
 
     def devices(self) -> list[torch.device]:
         devices = self.device if isinstance(self.device, (list, tuple)) else [
             self.device if self.device is not None else default_device()]
-        if not devices:
-            raise ValueError("device is an empty list; give at least one device")
         return [torch.device(d) for d in devices]
+
+    @property
+    def int8(self) -> bool:
+        return self.dtype == "int8"
+
+    def autocast_dtype(self, device: torch.device | None = None) -> torch.dtype | None:
+        """The autocast dtype on ``device`` (default: the first device), None for fp32 (and int8)."""
+        if self.int8:
+            if any(d.type != "cpu" for d in ([device] if device is not None else self.devices())):
+                raise ValueError("dtype='int8' (dynamic quantization of the encoder's linear layers) runs on the "
+                                 "CPU only")
+            return None
+        return resolve_dtype(self.dtype, device if device is not None else self.devices()[0])
+
+    def dtype_name(self, device: torch.device | None = None) -> str:
+        """What ``dtype`` comes to on ``device`` (default: the first device): ``"bf16"``,
+        ``"fp16"``, ``"fp32"`` or ``"int8"``."""
+        if self.int8:
+            return "int8"
+        return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype(device)]
+
+
+def _check_flag(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 def default_device() -> torch.device:
@@ -52,21 +133,20 @@ def default_device() -> torch.device:
     return torch.device("cpu")
 
 
-_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
-           "fp16": torch.float16, "float16": torch.float16}
-
-
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype | None:
     """The autocast dtype, or None for plain fp32."""
-    if dtype is None:
+    if dtype in (None, "auto"):
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if dtype == "auto" and device.type == "cpu" and native_bf16_cpu():
+            return torch.bfloat16
         return None
     if isinstance(dtype, torch.dtype):
         dtype = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype)
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}, 'int8' or a torch.dtype")
-    resolved = _DTYPES[dtype]
+    if dtype not in AUTOCAST_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(AUTOCAST_DTYPES)}, 'auto', 'int8' or a "
+                         "torch.dtype")
+    resolved = AUTOCAST_DTYPES[dtype]
     if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
         warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
                       "times slower than fp32 here; use dtype=None")

@@ -72,3 +72,23 @@ def read_weights(model: nn.Module, file: Path, device: str) -> tuple[list[str], 
     internal = {saved: name for name, saved in saved_names(model).items()}
     tensors = load_file(str(file), device=device)
     return model.load_state_dict({internal.get(k, k): v for k, v in tensors.items()}, strict=False)
+
+
+def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
+    """Writes the window scorer of ``model`` (``owner`` names it in errors) as a standard
+    sequence-classification folder, which ``CrossEncoder(path)`` and
+    ``AutoModelForSequenceClassification`` load, scoring a (query, window) pair as the model does."""
+    from transformers import AutoModelForSequenceClassification
+
+    from .aggregators.heads import join_sequence_classifier
+
+    head = getattr(model.aggregator, "head", None)
+    if not isinstance(model.aggregator, ScoreAggregator) or not isinstance(head, ClassifierHead):
+        raise ValueError(f"{owner} does not score windows with a sequence-classification head, "
+                         "so it has no cross-encoder to export (FirstP, MaxP, SumP, KMaxAvgP and LongP built "
+                         "from an encoder with a sequence-classification architecture have)")
+    classifier = join_sequence_classifier(model.encoder, head, AutoModelForSequenceClassification.from_config)
+    classifier.config.architectures = [type(classifier).__name__]
+    path = Path(path)
+    classifier.save_pretrained(path)
+    model.tokenizer.save_pretrained(path)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._files import MalformedInputError
+from ._runtime_names import BATCH_SIZE, DTYPES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -305,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help="a tiny collection, for a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
     demo.add_argument("--seeds", type=int, help="instead: FirstP against MaxP over this many seeds, with gains")
-    demo.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp32"],
-                      help="precision (default auto: bf16 on CPUs with native bf16, else fp32)")
+    demo.add_argument("--dtype", default="auto", choices=DTYPES,
+                      help="precision (default auto: bf16 where the device computes it natively, else fp32)")
 
     commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")
 
@@ -320,9 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "id/contents) or a folder of them; default with --lucene-index: its stored text")
     runtime.add_argument("--text-field", default="text", help="the documents' field to use as text (default text)")
     runtime.add_argument("--top-k", type=int, help="candidates per query (default: all of a run, 100 from an index)")
-    runtime.add_argument("--batch-size", type=int, default=16)
+    runtime.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     runtime.add_argument("--device")
-    runtime.add_argument("--dtype", help="bf16, fp16 or fp32")
+    runtime.add_argument("--dtype", choices=DTYPES, help="precision (default: bf16 or fp16 on CUDA, else fp32; "
+                                                          "auto: also bf16 on CPUs that compute it natively)")
 
     train = commands.add_parser("train", parents=[runtime], help="fine-tune a model end to end and save it")
     train.add_argument("--model", required=True, help="a model name (see the models command)")
@@ -410,6 +412,7 @@ def _summary(cls) -> str:
 
 
 def _train(args) -> int:
+    from . import models  # noqa: F401 - the model classes register themselves
     from ._reranker import model_class
 
     if bool(args.valid_topics) != bool(args.valid_qrels):
@@ -461,6 +464,7 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 
 def _rerank(args) -> int:
+    from . import models  # noqa: F401 - the model classes register themselves
     from ._reranker import LongDocReranker, model_class
 
     if args.backbone:

@@ -23,7 +23,7 @@ from pyterrier.measures import RR, nDCG
 
 from .models import FirstP, MaxP, ParadeAttn
 from .packaged import packaged_minilm  # noqa: F401 - its home in version 0.2
-from ._runtime import native_bf16_cpu
+from ._runtime import Runtime, native_bf16_cpu
 from .synthetic import make_collection
 from .training import TrainingArguments
 
@@ -45,7 +45,6 @@ TRAINING = TrainingArguments(epochs=1, lr=3e-5, head_lr=5e-4, warmup=0.1, querie
 COLLECTION = dict(n_queries=132, test_fraction=0.7576, docs_per_query=4, doc_words=(590, 640), far_start=530)
 QUICK_COLLECTION = dict(n_queries=16, test_fraction=0.5, docs_per_query=4, doc_words=(590, 640), far_start=530)
 WINDOWS = dict(window=240, stride=240)
-DTYPES = ("auto", "bf16", "fp32")
 
 
 def bm25_over(collection, index_dir: str | Path):
@@ -75,14 +74,11 @@ def _native_output_silenced():
 
 def _setup(output: str | Path, quick: bool, backbone: str | None, dtype: str):
     """The output folder, the backbone, the dtype and the collection the demos share."""
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    dtype = Runtime(dtype=dtype).dtype_name()  # checked first, then what it comes to here ("auto": bf16 or fp32)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     collection = make_collection(**(QUICK_COLLECTION if quick else COLLECTION))
     print(f"Collection: {collection!r}")
-    if dtype == "auto":
-        dtype = "bf16" if native_bf16_cpu() else "fp32"
     return output, backbone or packaged_minilm(), dtype, collection
 
 
@@ -94,15 +90,15 @@ def passage_stage(backbone: str, train, directory: Path, dtype: str, seed: int =
 
     triples = passage_triples(train, negatives_per_query=4, seed=seed)
     options = {**PASSAGE_STAGE, "steps": 4} if quick else PASSAGE_STAGE
-    return train_passage_ranker(backbone, triples, directory, **options, seed=seed, bf16=dtype == "bf16")
+    return train_passage_ranker(backbone, triples, directory, **options, seed=seed, dtype=dtype)
 
 
 def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: str | None = None,
         candidates: int = 4, dtype: str = "auto", check: bool | None = None) -> dict[str, pd.DataFrame]:
     """Runs the demo and returns the experiment tables by query group ("near", "far", "all").
 
-    dtype: ``"auto"`` (bf16 on CPUs with native bf16, else fp32), ``"bf16"`` or ``"fp32"``: the
-        precision of training and scoring.
+    dtype: a model's ``dtype`` (``"auto"``: bf16 where the device computes it natively, else
+        fp32; ``"bf16"``, ``"fp32"``, ...): the precision of training and scoring.
     check: verify the demo's qualitative conclusions (see ``conclusions``) and exit with an error
         naming those that do not hold; default on, except with ``quick``.
 
@@ -124,7 +120,7 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     candidate_lists = (bm25 % candidates)(test.topics[["qid", "query"]])  # what the models re-rank
     for cls in MODELS:
         torch.manual_seed(TRAINING.seed)  # a fresh head is drawn at construction
-        model = cls(warm_start, dtype=dtype, batch_size=16, verbose=True, **({} if cls is FirstP else WINDOWS))
+        model = cls(warm_start, dtype=dtype, verbose=True, **({} if cls is FirstP else WINDOWS))
         model.fit(train.topics, train.qrels, first_stage, args=TRAINING)
         model.save_pretrained(output / cls.name)
         with warnings.catch_warnings():
@@ -237,7 +233,7 @@ def run_seeds(output: str | Path = "demo-output", *, seeds: int = 3, quick: bool
                 warm_starts[seed] = passage_stage(backbone, train, output / f"passage-ranker-seed{seed}", dtype, seed,
                                                   quick)
             torch.manual_seed(seed)  # the new head's weights are drawn when the model is built, before fit
-            model = cls(warm_starts[seed], dtype=dtype, batch_size=16, **({} if cls is FirstP else WINDOWS))
+            model = cls(warm_starts[seed], dtype=dtype, **({} if cls is FirstP else WINDOWS))
             model.fit(train.topics, train.qrels, first_stage, args=TRAINING.replace(seed=seed))
             return first_stage >> model
         return for_seed

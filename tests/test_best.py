@@ -76,6 +76,39 @@ def test_as_maxp_keeps_firstp_weights_and_reads_every_window(tiny_bert):
     assert as_maxp(view) is view
 
 
+def test_as_maxp_is_built_by_build_model_with_the_scores_of_a_hand_built_maxp(tiny_bert, monkeypatch):
+    """as_maxp takes the one building path (build_model, from the FirstP in memory) and gives the
+    scores of the MaxP that copying the FirstP's encoder and head by hand gives."""
+    import copy
+    import dataclasses
+
+    from pyterrier_longdoc._chunking import Chunking
+    from pyterrier_longdoc._model import LongDocModel
+    from pyterrier_longdoc._registry import CHUNKING_SETTINGS
+    from pyterrier_longdoc.aggregators.score import ScoreAggregator
+
+    firstp = FirstP(tiny_bert, max_query_tokens=8, max_doc_tokens=64, max_length=48, seed=3)
+    calls = []
+    build = best_module.build_model
+    monkeypatch.setattr(best_module, "build_model", lambda *a, **k: calls.append(a[1]) or build(*a, **k))
+    view = as_maxp(firstp, stride=20)
+    assert len(calls) == 1 and calls[0].model is firstp.model  # the FirstP in memory is the start
+    assert view.model.encoder is not firstp.model.encoder  # a copy: training one leaves the other
+
+    settings = {**firstp.settings, "max_chunks": None, "disjoint_split": "fill", "stride": 20}
+    source = firstp.model
+    by_hand = LongDocModel(copy.deepcopy(source.encoder), source.tokenizer,
+                           ScoreAggregator(source.aggregator.hidden_size, reduce="max",
+                                           head=copy.deepcopy(source.aggregator.head)),
+                           Chunking(**{k: v for k, v in settings.items() if k in CHUNKING_SETTINGS}))
+    expected = MaxP.from_model(by_hand, dataclasses.replace(firstp.config, model="maxp", settings=settings))
+    assert view.settings == expected.settings and view.model.chunking == expected.model.chunking
+    text = " ".join(FILLER[i % len(FILLER)] for i in range(60))
+    queries, texts = ["cat dog", "red city"], [text, text[:90]]
+    np.testing.assert_array_equal(view.score_texts(queries, texts), expected.score_texts(queries, texts))
+    assert np.ptp(view.score_texts(["cat dog"] * 2, [text, text[:40]])) > 0  # the scores tell texts apart
+
+
 def test_one_best_iteration(tiny_bert, tmp_path, monkeypatch):
     topics, qrels, candidates = make_data()
     models, calls = [], []

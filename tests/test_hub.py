@@ -66,7 +66,7 @@ def test_push_then_load_by_hub_id(tiny_bert, hub):
 def test_a_hub_id_that_is_not_a_saved_model_is_loaded_as_an_encoder(hub, monkeypatch):
     (hub.root / "someone--encoder").mkdir(parents=True)
     calls = []
-    monkeypatch.setattr("pyterrier_longdoc._reranker.load_pretrained",
+    monkeypatch.setattr("pyterrier_longdoc._build.load_pretrained",
                         lambda name, **kw: calls.append(name) or (_ for _ in ()).throw(OSError("offline")))
     with pytest.raises(OSError, match="offline"):
         pl.MaxP("someone/encoder")

@@ -38,7 +38,7 @@ def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny
 
     held_out = toy_triples(64, seed=1)
     path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=4, lr=1e-2,
-                                batch_size=16, seed=0, bf16=False)
+                                batch_size=16, seed=0, dtype="fp32")
     assert path == str(tmp_path / "ranker")
     assert not (tmp_path / "ranker" / "trainer").exists()  # the trainer's scratch folder is gone
     trained = CrossEncoder(path)
@@ -83,7 +83,7 @@ def test_triples_and_frames_together(tiny_bert, tmp_path):
     qrels = pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]})
     passages = pd.DataFrame({"docno": ["a", "b"], "text": ["the cat", "the dog"]})
     path = train_passage_ranker(tiny_bert, toy_triples(4, seed=0), tmp_path / "both", topics=topics, qrels=qrels,
-                                passages=passages, steps=1, batch_size=8, bf16=False)
+                                passages=passages, steps=1, batch_size=8, dtype="fp32")
     assert (tmp_path / "both" / "config.json").exists() and path.endswith("both")
 
 
@@ -129,7 +129,7 @@ def test_bad_options_are_named(tiny_bert, tmp_path, option, message):
 
 def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
     path = train_passage_ranker(tiny_bert, toy_triples(16, seed=0), tmp_path / "mnrl", loss="mnrl", steps=2,
-                                batch_size=8, bf16=False)
+                                batch_size=8, dtype="fp32")
     from sentence_transformers import CrossEncoder
 
     assert CrossEncoder(path).predict([("what is cat", "the cat")]).shape == (1,)

@@ -208,9 +208,9 @@ def test_input_order_batching_gives_the_same_scores_and_bad_names_are_refused(ti
     sorted_scores = reranker.score_texts(queries, texts)
     reranker.model.batching = "input_order"
     np.testing.assert_allclose(reranker.score_texts(queries, texts), sorted_scores, atol=1e-6)
-    reranker.model.batching = "random"
     with pytest.raises(ValueError, match="unknown batching 'random'"):
-        reranker.score_texts(queries, texts)
+        reranker.model.batching = "random"  # refused when set, not at the next call
+    assert reranker.model.batching == "input_order"
 
 
 def test_token_cache_reports_its_size_and_clears(tiny_bert):
@@ -236,15 +236,15 @@ def test_threads_sharing_one_encoder_get_the_scores_of_one(tiny_bert):
 
 
 def test_freed_memory_goes_back_to_the_system_between_groups_of_documents(tiny_bert, monkeypatch):
-    import pyterrier_longdoc._reranker as reranker_module
+    import pyterrier_longdoc._scoring as scoring_module
     from pyterrier_longdoc._runtime import _malloc_trim, release_freed_memory
 
     reranker = pl.MaxP(tiny_bert, **SETTINGS)
     queries, texts = documents()
     expected = reranker.score_texts(queries, texts)
     calls = []
-    monkeypatch.setattr(reranker_module, "_GROUP_SIZE", 2)
-    monkeypatch.setattr(reranker_module, "release_freed_memory", lambda: calls.append(1))
+    monkeypatch.setattr(scoring_module, "_GROUP_SIZE", 2)
+    monkeypatch.setattr(scoring_module, "release_freed_memory", lambda: calls.append(1))
     np.testing.assert_allclose(reranker.score_texts(queries, texts), expected, atol=1e-6)
     assert len(calls) == (len(texts) - 1) // 2  # between groups, not after the last
     assert _malloc_trim() is not None  # glibc: the trim is real on Linux

@@ -39,6 +39,15 @@ class Aggregator(nn.Module):
         elif head is not None:
             raise TypeError(f"{type(self).__name__} has no chunk head")
 
+    @classmethod
+    def settings_defaults(cls) -> dict:
+        """The head's settings and their defaults, from its constructor (the one place they are
+        written); a model class adds its chunking and overrides what its paper fixes."""
+        import inspect
+
+        return {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                if name not in ("self", "hidden_size", "head") and p.default is not inspect.Parameter.empty}
+
     def attach(self, encoder: nn.Module, tokenizer, chunking) -> None:
         """Called once with the backbone when the model is assembled, before saved weights are
         loaded: for parameters that depend on it (its layer count, an embedding, the query length)."""

@@ -15,9 +15,7 @@ query only with its own candidates.
 """
 from __future__ import annotations
 
-from .._backbone import resolve_checkpoint
 from .._biencoder import BiEncoderModel
-from .._config import ModelConfig
 from .._embedder import embedder_settings
 from .._reranker import LongDocReranker
 from ..aggregators.biencoder import BiEncoderAggregator
@@ -32,11 +30,9 @@ class _BiEncoder(LongDocReranker):
     aggregator = BiEncoderAggregator
 
     @classmethod
-    def _build(cls, source: str, settings: dict, trust_remote_code: bool, verify_weights: bool):
-        path = resolve_checkpoint(source)
-        if path is None or ModelConfig.read(path) is None:  # a new model: as its folder says, unless told otherwise
-            settings = {**embedder_settings(str(path or source), given=settings), **settings}
-        return super()._build(source, settings, trust_remote_code, verify_weights)
+    def source_settings(cls, source: str, settings: dict) -> dict:
+        # a new model: as its folder says, unless told otherwise
+        return {**embedder_settings(source, given=settings), **settings}
 
 
 class BiEncoderFirstP(_BiEncoder):

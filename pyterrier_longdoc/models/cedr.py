@@ -7,7 +7,7 @@ head is new and needs ``fit``.
 from __future__ import annotations
 
 from .._reranker import LongDocReranker
-from ..aggregators.cedr import KNRM_MUS, KNRM_SIGMAS, DrmmAggregator, KnrmAggregator, PacrrAggregator
+from ..aggregators.cedr import DrmmAggregator, KnrmAggregator, PacrrAggregator
 
 # the reference code's defaults: 20 query tokens, 800 document tokens in disjoint chunks
 CEDR_CHUNKS = {"window": None, "stride": None, "max_query_tokens": 20, "max_doc_tokens": 800}
@@ -18,7 +18,7 @@ class CedrKnrm(LongDocReranker):
 
     name = "cedr_knrm"
     aggregator = KnrmAggregator
-    defaults = {**CEDR_CHUNKS, "mus": KNRM_MUS, "sigmas": KNRM_SIGMAS}
+    defaults = {**CEDR_CHUNKS, **KnrmAggregator.settings_defaults()}
 
 
 class CedrPacrr(LongDocReranker):
@@ -26,7 +26,7 @@ class CedrPacrr(LongDocReranker):
 
     name = "cedr_pacrr"
     aggregator = PacrrAggregator
-    defaults = {**CEDR_CHUNKS, "max_ngram": 3, "filters": 32, "kmax": 2}
+    defaults = {**CEDR_CHUNKS, **PacrrAggregator.settings_defaults()}
 
 
 class CedrDrmm(LongDocReranker):
@@ -34,4 +34,4 @@ class CedrDrmm(LongDocReranker):
 
     name = "cedr_drmm"
     aggregator = DrmmAggregator
-    defaults = {**CEDR_CHUNKS, "bins": 11, "hidden": 5}
+    defaults = {**CEDR_CHUNKS, **DrmmAggregator.settings_defaults()}

@@ -75,7 +75,7 @@ class LLMCrossEncoder:
             raise ValueError(f"{type(self).__name__} has no LoRA adapters to merge (lora=None)")
         merge_lora(self.model.encoder)
         self.config.settings["lora"] = None
-        self._replicas = None
+        self._replicas.clear()  # the copies have the adapter layers
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
         if has_lora(self.model.encoder):

@@ -67,7 +67,7 @@ class ParadeCNN(LongDocReranker):
 
     name = "parade_cnn"
     aggregator = CNNAggregator
-    defaults = {**PARADE_WINDOWS, "layers": 4}
+    defaults = {**PARADE_WINDOWS, **CNNAggregator.settings_defaults()}
 
 
 class ParadeTransformer(LongDocReranker):
@@ -80,8 +80,7 @@ class ParadeTransformer(LongDocReranker):
 
     name = "parade_transformer"
     aggregator = TransformerAggregator
-    defaults = {**PARADE_WINDOWS, "layers": 2, "heads": 4, "init": "random", "aggregator_model": None,
-                "query_tokens": False, "aggregator_config": None}
+    defaults = {**PARADE_WINDOWS, **TransformerAggregator.settings_defaults()}  # RAND-L2
 
 
 class ParadeTransformerPretrained(ParadeTransformer):

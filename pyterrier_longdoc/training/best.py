@@ -14,7 +14,6 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -24,10 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._build import InMemory, build_model
 from .._chunking import window_starts
+from .._registry import model_class
 from .._text import text_offsets, without_lone_surrogates
 from .fit import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
+from .scorer import Scorer
 
 SEGMENT_SEPARATOR = "#"
 # the models BeST applies to: trained on one segment, ranking by the best segment
@@ -64,7 +66,7 @@ def parent_docno(segment_docno: str) -> str:
     return segment_docno.rsplit(SEGMENT_SEPARATOR, 1)[0]
 
 
-def segment_documents(reranker, docnos: Iterable[str], texts: Iterable[str]) -> pd.DataFrame:
+def segment_documents(reranker: Scorer, docnos: Iterable[str], texts: Iterable[str]) -> pd.DataFrame:
     """Cut documents into the segments ``reranker`` reads: its (window, stride) over the
     first ``max_doc_tokens`` tokens, every window kept (``max_chunks`` does not apply, so a
     FirstP gets all of its 477-token windows, not just the first).
@@ -145,17 +147,9 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     context = Named(f"fit_best({reranker!r})")
     data = training_data(topics, qrels, candidates, top_k=top_k, text=text, text_field=reranker.text_field,
                          context=context)
-    topics, qrels, usable, lookup = data.topics, data.qrels, data.pools, data.lookup
-    labels = {(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])}
-    queries = dict(zip(topics["qid"].astype(str), topics["query"]))
-    pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
-    pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
-    docnos = list(dict.fromkeys(d for _, d, _ in pairs))
-    segments = segment_documents(reranker, docnos, lookup(docnos))
-    segment_text = dict(zip(segments["seg_docno"], segments["text"]))
-    per_doc = {d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]}
-    rank = {(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)}
-    train_topics = topics[topics["qid"].astype(str).isin(set(usable))]
+    lookup = data.lookup
+    judged = _judged_segments(reranker, data)
+    pairs, per_doc, segment_text = judged.pairs, judged.per_doc, judged.segment_text
 
     valid_lookup = lookup if valid_text is None else text_lookup(data.candidates, reranker.text_field, valid_text)
     validation = validation_data(reranker, valid_topics, valid_qrels, valid_candidates, valid_metric, valid_lookup,
@@ -168,15 +162,15 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     chosen = {key: per_doc[key[1]] for key in ((q, d) for q, d, _ in pairs)}  # iteration 0: all segments
     for iteration in range(iterations):
         if iteration > 0:
-            selections = _select(reranker, pairs, per_doc, segment_text, queries)
+            selections = _select(reranker, pairs, per_doc, segment_text, judged.queries)
             chosen = {(q, d): [segment_id(d, k)] for q, d, k in zip(selections["qid"], selections["docno"],
                                                                      selections["segment"])}
             reranker = _fresh(model_factory)
-        seg_qrels, seg_candidates = _training_frames(pairs, chosen, labels, rank)
+        seg_qrels, seg_candidates = _training_frames(pairs, chosen, judged.labels, judged.rank)
         options = dict(fit_options)
         if checkpoint_dir is not None:
             options["checkpoint_dir"] = Path(checkpoint_dir) / f"iteration-{iteration}"
-        history = fit(reranker, train_topics, seg_qrels, seg_candidates, text=segment_text,
+        history = fit(reranker, judged.topics, seg_qrels, seg_candidates, text=segment_text,
                       top_k=max(1, int(seg_candidates.groupby("qid").size().max())) if len(seg_candidates) else 1,
                       **options)
         histories.append(history.assign(iteration=iteration))
@@ -202,6 +196,35 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
     return BestResult(best_model, table, pd.concat(histories, ignore_index=True), selections)
 
 
+@dataclass
+class _Judged:
+    """The judged documents of the usable queries, cut into segments."""
+
+    pairs: list               # (qid, docno, positive)
+    labels: dict              # (qid, docno) -> label, of the positives
+    rank: dict                # (qid, docno) -> candidate rank, of the negatives
+    queries: dict             # qid -> query
+    topics: pd.DataFrame      # the training topics
+    segment_text: dict        # segment docno -> text
+    per_doc: dict             # docno -> its segment docnos
+
+
+def _judged_segments(reranker: Scorer, data) -> _Judged:
+    topics, qrels, usable = data.topics, data.qrels, data.pools
+    pairs = [(qid, docno, True) for qid, (pos, _) in usable.items() for docno in pos]
+    pairs += [(qid, docno, False) for qid, (_, neg) in usable.items() for docno in neg]
+    docnos = list(dict.fromkeys(d for _, d, _ in pairs))
+    segments = segment_documents(reranker, docnos, data.lookup(docnos))
+    return _Judged(
+        pairs=pairs,
+        labels={(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])},
+        rank={(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)},
+        queries=dict(zip(topics["qid"].astype(str), topics["query"])),
+        topics=topics[topics["qid"].astype(str).isin(set(usable))],
+        segment_text=dict(zip(segments["seg_docno"], segments["text"])),
+        per_doc={d: list(g) for d, g in segments.groupby("docno", sort=False)["seg_docno"]})
+
+
 def _fresh(model_factory):
     reranker = model_factory()
     name = getattr(reranker, "name", None)
@@ -225,7 +248,7 @@ def _training_frames(pairs, chosen: Mapping, labels: Mapping, rank: Mapping) -> 
             pd.DataFrame(candidate_rows, columns=["qid", "docno", "rank"]))
 
 
-def _select(reranker, pairs, per_doc: Mapping, segment_text: Mapping, queries: Mapping) -> pd.DataFrame:
+def _select(reranker: Scorer, pairs, per_doc: Mapping, segment_text: Mapping, queries: Mapping) -> pd.DataFrame:
     """Score every segment of every training (query, document) pair; keep each pair's best."""
     keys, seg_docnos = [], []
     for qid, docno, positive in pairs:
@@ -243,32 +266,22 @@ def _select(reranker, pairs, per_doc: Mapping, segment_text: Mapping, queries: M
     return best.drop_duplicates(["qid", "docno"]).reset_index(drop=True)
 
 
-def as_maxp(reranker, **settings):
+def as_maxp(reranker: Scorer, **settings) -> Scorer:
     """The inference view of a segment-trained model: a MaxP scoring every segment.
 
     A MaxP is returned as it is (or a copy with ``settings`` when given); a FirstP becomes a
     MaxP with a copy of its weights, reading disjoint windows of the FirstP's size over
     ``max_doc_tokens`` tokens (FirstP and MaxP score each window with the same head).
     """
-    from .._chunking import Chunking
-    from .._model import LongDocModel
-    from .._registry import CHUNKING_SETTINGS, model_class
-    from ..aggregators.score import ScoreAggregator
-
     if reranker.name == "maxp" and not settings:
         return reranker
     if reranker.name not in _SEGMENT_MODELS:
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
     maxp = model_class("maxp")
-    merged = dict(reranker.settings)
     if reranker.name == "firstp":  # every window of the FirstP's size, filled as the training segments are
-        merged.update(max_chunks=None, disjoint_split="fill")
-    merged = maxp.check_settings({**merged, **settings})
-    source = reranker.model
-    aggregator = ScoreAggregator(source.aggregator.hidden_size, reduce="max", head=copy.deepcopy(source.aggregator.head))
-    model = LongDocModel(copy.deepcopy(source.encoder), source.tokenizer, aggregator,
-                         Chunking(**{k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}))
-    config = dataclasses.replace(reranker.config, model="maxp", settings=merged)
+        settings = {"max_chunks": None, "disjoint_split": "fill", **settings}
+    source = InMemory(reranker.model, reranker.settings, reranker.config.base_model)
+    config, model = build_model(maxp, source, settings)
     return maxp.from_model(model, config, **{**dataclasses.asdict(reranker.runtime), "device": reranker.device})
 
 

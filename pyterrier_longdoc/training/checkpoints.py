@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 
 from .._files import check_safetensors, file_sha256
 from .._text import without_lone_surrogates
+from .scorer import Scorer
 
 STATE_TENSORS = "training_state.safetensors"
 STATE_JSON = "trainer_state.json"
@@ -35,7 +36,7 @@ TMP_PREFIX = ".tmp-"
 _STEP = re.compile(rf"{PREFIX}(\d+)$")
 
 
-def save_checkpoint(directory: Path, step: int, reranker, optimizer: torch.optim.Optimizer, trainer_state: dict,
+def save_checkpoint(directory: Path, step: int, reranker: Scorer, optimizer: torch.optim.Optimizer, trainer_state: dict,
                     keep: int = 2, rng_states: list[torch.Tensor] | None = None) -> Path:
     """Writes checkpoint ``step`` atomically and removes all but the newest ``keep`` checkpoints.
 
@@ -93,7 +94,7 @@ def remove_checkpoints(directory: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def resume(directory: Path, reranker, optimizer: torch.optim.Optimizer,
+def resume(directory: Path, reranker: Scorer, optimizer: torch.optim.Optimizer,
            check: Callable[[Path, dict], None] | None = None, rank: int = 0) -> tuple[Path, dict] | None:
     """Restores the newest valid checkpoint of ``directory``: (its path, its trainer state), or
     None when there is none. A damaged newer one is skipped with a warning; when every one is
@@ -136,7 +137,7 @@ class CorruptCheckpoint(ValueError):
     """A checkpoint file that cannot be read; the message names it."""
 
 
-def load_checkpoint(path: Path, reranker, optimizer: torch.optim.Optimizer,
+def load_checkpoint(path: Path, reranker: Scorer, optimizer: torch.optim.Optimizer,
                     check: Callable[[Path, dict], None] | None = None, rank: int = 0) -> dict:
     """Restores model weights, optimizer and the RNG state of process ``rank``; returns the
     trainer state. A rank the checkpoint has no state for (it was written by fewer processes)

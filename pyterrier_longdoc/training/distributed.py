@@ -5,8 +5,10 @@ import os
 
 import torch
 
+from .scorer import Scorer
 
-def distributed_setup(reranker) -> tuple[int, int]:
+
+def distributed_setup(reranker: Scorer) -> tuple[int, int]:
     """(world size, rank); joins the process group torchrun describes."""
     import torch.distributed as dist
 
@@ -38,7 +40,7 @@ def micro_batches(batch: list, rank: int, world: int, size: int) -> list[tuple[l
 class _Scoring(torch.nn.Module):
     """The reranker's differentiable scores as a module's ``forward``, the call DDP wraps."""
 
-    def __init__(self, reranker):
+    def __init__(self, reranker: Scorer):
         super().__init__()
         self.model = reranker.model
         self.score_batch = reranker.score_batch
@@ -47,7 +49,7 @@ class _Scoring(torch.nn.Module):
         return self.score_batch(queries, texts).scores
 
 
-def scoring_module(reranker, world: int) -> torch.nn.Module:
+def scoring_module(reranker: Scorer, world: int) -> torch.nn.Module:
     """``(queries, texts) -> scores`` for training; with several processes in DistributedDataParallel.
 
     DDP's constructor gives every process rank 0's weights (a fresh head differs in each). Heads

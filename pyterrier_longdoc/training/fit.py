@@ -10,10 +10,11 @@ from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
 from .sampling import (Named, as_frame, checked_qrels, checked_topics, require_frame, sampled_docnos, split_validation,
                        training_data)
+from .scorer import Scorer
 from .trainer import PreparedData, Trainer, grad_scaler  # noqa: F401 - grad_scaler: public here since 0.2
 
 
-def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: TrainingArguments | None = None, *,
+def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: TrainingArguments | None = None, *,
         text=None, valid_topics: pd.DataFrame | None = None, valid_qrels: pd.DataFrame | None = None,
         valid_candidates=None, callback: Callable[[dict], None] | None = None, **options) -> pd.DataFrame:
     """Train ``reranker`` end to end and return the training history (one row per optimiser step).
@@ -78,17 +79,16 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
     Under ``torchrun`` (or any initialised ``torch.distributed`` process group; gloo on CPU, NCCL
     on GPU) the model trains wrapped in ``torch.nn.parallel.DistributedDataParallel``: every
     process takes its share of each step's queries (every ``world_size``-th), the gradients are
-    all-reduced in buckets while the last micro-batch's backward pass runs (the other micro-batches
-    of a step accumulate locally under ``no_sync``), and they add up to the gradient one process
-    computes on the whole global batch, so the same ``queries_per_step`` gives the same training
-    (up to the order of floating-point sums). Every process calls ``fit`` with the same data and
-    options, and its own device, e.g. ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0
-    writes checkpoints (``checkpoint_dir`` must be on a file system every process reads, as each
-    resumes from it, with its own RNG state) and runs validation. On the CPU a resumed run ends
-    bit-identical to an uninterrupted one, in one process and in 2 (tested with gloo; with more,
-    the all-reduce may add in another order); on a GPU, dropout draws from the GPU's generator,
-    which checkpoints do not hold, and some CUDA kernels are not deterministic, so a resumed run
-    ends close to, not bitwise equal to, an uninterrupted one.
+    all-reduced in buckets during the last micro-batch's backward pass (the others accumulate
+    under ``no_sync``) and add up to the gradient of the whole global batch, so the same
+    ``queries_per_step`` gives the same training (up to the order of floating-point sums). Every
+    process calls ``fit`` with the same data and options and its own device, e.g.
+    ``device=f"cuda:{os.environ['LOCAL_RANK']}"``. Rank 0 writes checkpoints (``checkpoint_dir``
+    on a file system every process reads: each resumes from it, with its own RNG state) and runs
+    validation. On the CPU a resumed run ends bit-identical to an uninterrupted one, in one
+    process and in 2 (tested with gloo; with more, the all-reduce may add in another order); on a
+    GPU, dropout draws from the GPU's generator, which checkpoints do not hold, and some CUDA
+    kernels are not deterministic, so a resumed run ends close to, not bitwise equal to, it.
     """
     check_option_names(options, "fit", data=False)
     args = (args or TrainingArguments()).replace(**options) if options else (args or TrainingArguments())
@@ -96,7 +96,7 @@ def fit(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, args: T
     return Trainer(reranker, args, data, callback).train()
 
 
-def prepare(reranker, args: TrainingArguments, topics, qrels, candidates, text, validation) -> PreparedData:
+def prepare(reranker: Scorer, args: TrainingArguments, topics, qrels, candidates, text, validation) -> PreparedData:
     """Checks the input and builds what the Trainer reads: training pools, texts, validation and
     the data's fingerprint."""
     context = Named(f"{reranker!r}.fit")
@@ -127,7 +127,7 @@ def prepare(reranker, args: TrainingArguments, topics, qrels, candidates, text, 
     return PreparedData(data.topics, data.pools, texts, identity, evaluate_now)
 
 
-def evaluate(reranker, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
+def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
     """Mean ``metric`` of the re-ranked validation candidates."""
     import ir_measures
 
@@ -159,7 +159,7 @@ def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[
     return dict(zip(docnos, column_texts(frame, text_field, context)))
 
 
-def validation_data(reranker, topics, qrels, candidates, metric: str, lookup,
+def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lookup,
                     context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None:
     """(topics, qrels, candidates with query and text) for validation, checked before training;
     None without validation."""

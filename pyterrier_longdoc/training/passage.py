@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .._runtime import Runtime
+
 __all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
 
 LOSSES = ("margin", "mnrl")
@@ -41,8 +43,9 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
                          passages: pd.DataFrame | None = None, candidates: pd.DataFrame | None = None,
                          steps: int | None = None, epochs: int = 1, lr: float = 1e-4, batch_size: int = 8,
                          warmup: float = 0.1, loss: str = "margin", negatives_per_query: int = 1, top_k: int = 20,
-                         max_length: int = 256, seed: int = 42, bf16: bool | None = None,
-                         verbose: bool = False) -> str:
+                         max_length: int = 256, seed: int = 42, dtype: str | torch.dtype | None = "auto",
+                         device: str | torch.device | None = None, verbose: bool = False,
+                         bf16: bool | None = None) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
 
     Args:
@@ -70,51 +73,32 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             batch's other passages).
         max_length: tokens of query + passage.
         seed: sampling of negatives, the head's initialisation and the data order.
-        bf16: mixed precision; default on CPUs with native bf16 and on CUDA GPUs that have it.
+        dtype: mixed precision, as the models take it: ``"auto"`` (default: bf16 on CUDA GPUs and
+            CPUs that have it natively, fp16 on older GPUs, else fp32), ``"bf16"``, ``"fp16"``
+            (GPUs only), ``"fp32"``, ``None`` (bf16 or fp16 on CUDA, fp32 elsewhere) or a
+            ``torch.dtype``; ``"int8"`` quantizes inference only, so it trains in fp32.
+        device: where to train; default CUDA if available, else MPS if available, else the CPU.
+        bf16: deprecated, ``dtype="bf16"`` or ``dtype="fp32"``.
 
     Returns the path of the saved folder (``output_dir``), loadable with
     ``sentence_transformers.CrossEncoder``; its ``training_log.json`` holds the number of steps
     and the first and last logged loss.
     """
     from datasets import Dataset
-    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
 
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("negatives_per_query", negatives_per_query),
-                        ("top_k", top_k), ("max_length", max_length)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if steps is not None and (not isinstance(steps, (int, np.integer)) or steps < 1):
-        raise ValueError(f"steps must be a positive integer or None, got {steps!r}")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
-    triples = _triples(data)
-    frames = (topics, qrels, passages)
-    if any(f is not None for f in (*frames, candidates)):
-        if any(f is None for f in frames):
-            raise ValueError("training from frames needs topics, qrels and passages (candidates are optional)")
-        triples = pd.concat([triples, passage_triples(topics, qrels, passages, candidates,
-                                                      negatives_per_query=negatives_per_query, top_k=top_k,
-                                                      seed=seed)], ignore_index=True)
-    if triples.empty:
-        raise ValueError("no training triples: give data=(query, positive, negative) triples, or topics, qrels and "
-                         "passages with at least one relevant passage")
-    if bf16 is None:
-        bf16 = _native_bf16()
+    _check_options(loss=loss, epochs=epochs, batch_size=batch_size, negatives_per_query=negatives_per_query,
+                   top_k=top_k, max_length=max_length, steps=steps, warmup=warmup)
+    runtime = Runtime(dtype=_dtype_of(dtype, bf16), device=device)
+    triples = _training_triples(data, topics, qrels, passages, candidates, negatives_per_query, top_k, seed)
 
     torch.manual_seed(seed)  # the fresh head's weights
     with _quiet_loading(verbose):  # the "classifier MISSING" report: a new head is what this stage trains
-        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length, device=_device())
+        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length, device=str(runtime.devices()[0]))
     total_steps = steps or epochs * -(-len(triples) // batch_size)
-    args = CrossEncoderTrainingArguments(
-        output_dir=str(Path(output_dir) / "trainer"), max_steps=steps or -1, num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size, learning_rate=lr, warmup_steps=int(warmup * total_steps),
-        weight_decay=0.0,
-        seed=seed, data_seed=seed, bf16=bool(bf16), save_strategy="no", report_to="none",
-        logging_strategy="steps", logging_steps=max(1, total_steps // 10),
-        disable_tqdm=not verbose, dataloader_drop_last=False,
-        use_cpu=_device() == "cpu")
+    args = _trainer_arguments(runtime, output_dir, steps=steps, epochs=epochs, batch_size=batch_size, lr=lr,
+                              warmup_steps=int(warmup * total_steps), seed=seed, total_steps=total_steps,
+                              verbose=verbose)
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
     if not verbose:
@@ -127,6 +111,67 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     _write_training_log(output_dir, trainer.state)
     _remove_trainer_dir(output_dir / "trainer")
     return str(output_dir)
+
+
+def _check_options(*, loss: str, steps, warmup: float, **positive) -> None:
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    for name, value in positive.items():
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if steps is not None and (not isinstance(steps, (int, np.integer)) or steps < 1):
+        raise ValueError(f"steps must be a positive integer or None, got {steps!r}")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
+
+
+def _dtype_of(dtype, bf16: bool | None):
+    """``dtype``, or what the deprecated ``bf16`` flag says."""
+    if bf16 is None:
+        return dtype
+    if dtype != "auto":
+        raise TypeError("give dtype only: bf16= is its deprecated form")
+    warnings.warn("train_passage_ranker(bf16=...) is deprecated: use dtype='bf16' or dtype='fp32'",
+                  DeprecationWarning, stacklevel=3)
+    return "bf16" if bf16 else "fp32"
+
+
+def _training_triples(data, topics, qrels, passages, candidates, negatives_per_query: int, top_k: int,
+                      seed: int) -> pd.DataFrame:
+    """The triples given, and those the frames give."""
+    triples = _triples(data)
+    frames = (topics, qrels, passages)
+    if any(f is not None for f in (*frames, candidates)):
+        if any(f is None for f in frames):
+            raise ValueError("training from frames needs topics, qrels and passages (candidates are optional)")
+        triples = pd.concat([triples, passage_triples(topics, qrels, passages, candidates,
+                                                      negatives_per_query=negatives_per_query, top_k=top_k,
+                                                      seed=seed)], ignore_index=True)
+    if triples.empty:
+        raise ValueError("no training triples: give data=(query, positive, negative) triples, or topics, qrels and "
+                         "passages with at least one relevant passage")
+    return triples
+
+
+def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batch_size: int, lr: float,
+                       warmup_steps: int, seed: int, total_steps: int, verbose: bool):
+    """sentence-transformers' training arguments: the runtime's device and precision, no saving
+    on the way, the loss logged ten times for ``training_log.json``."""
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+
+    device = runtime.devices()[0]
+    # int8 quantizes inference only: training is fp32, as a model's fit is
+    precision = "fp32" if runtime.int8 else runtime.dtype_name(device)
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError(f"dtype fp16 trains on a CUDA GPU only, not on {device}; use 'bf16' or 'fp32'")
+    return CrossEncoderTrainingArguments(
+        output_dir=str(Path(output_dir) / "trainer"), max_steps=steps or -1, num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size, learning_rate=lr, warmup_steps=warmup_steps,
+        weight_decay=0.0,
+        seed=seed, data_seed=seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
+        report_to="none", logging_strategy="steps", logging_steps=max(1, total_steps // 10),
+        disable_tqdm=not verbose, dataloader_drop_last=False,
+        use_cpu=device.type == "cpu")
 
 
 def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.DataFrame,
@@ -285,18 +330,6 @@ def _quiet_loading(verbose: bool):
     finally:
         hf_logging.set_verbosity(levels[0])
         st_logger.setLevel(levels[1])
-
-
-def _device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _native_bf16() -> bool:
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    from .._runtime import native_bf16_cpu
-
-    return native_bf16_cpu()
 
 
 def _write_training_log(output_dir: Path, state) -> None:

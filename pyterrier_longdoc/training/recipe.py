@@ -70,8 +70,8 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         if passages is None:
             passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         options = {**RECIPE_PASSAGE_STAGE, **(passage_options or {}), "seed": seed}
-        if dtype is not None:
-            options.setdefault("bf16", dtype == "bf16")
+        if dtype is not None and "bf16" not in options:  # the same precision in both stages
+            options.setdefault("dtype", dtype)
         warm_start = train_passage_ranker(backbone, passages, output_dir / "passage-stage", **options)
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                    "triples": len(passages), **_passage_losses(warm_start)}

@@ -21,6 +21,7 @@ from .distributed import (barrier, broadcast_value, distributed_setup, micro_bat
 from .losses import make_loss
 from .sampling import sample_epoch
 from .selection import Selection, prune_weights
+from .scorer import Scorer
 
 
 @dataclass
@@ -35,11 +36,84 @@ class PreparedData:
     evaluate: Callable[[], float] | None = None
 
 
-class Trainer:
+class CheckpointedRun:
+    """The Trainer's checkpoints: resuming a run where it stopped (refusing one of other options
+    or data), and writing the run's state atomically, with the selection's best weights."""
+
+    def prepare_checkpoints(self) -> None:
+        if self.directory is None:
+            torch.manual_seed(self.args.seed)
+            return
+        if self.rank == 0:
+            remove_leftovers(self.directory)
+            if self.args.restart:
+                remove_checkpoints(self.directory)
+        barrier(self.world)
+        resumed = resume(self.directory, self.reranker, self.optimizer, check=self.same_run, rank=self.rank)
+        if resumed is None:
+            torch.manual_seed(self.args.seed)
+            return
+        self.resumed_from, state = resumed
+        self.global_step, self.history = state["step"], state["history"]
+        warnings.warn(f"{self.resumed_from}: resumed at step {self.global_step} of {self.total_steps}"
+                      if self.global_step < self.total_steps else
+                      f"{self.resumed_from}: this run was already complete ({self.total_steps} steps): the model is "
+                      "its trained model, nothing was trained now (restart=True trains again)", stacklevel=6)
+        if self.scaler is not None and state.get("grad_scaler"):
+            self.scaler.load_state_dict(state["grad_scaler"])
+        if self.selection is not None and state.get("selection"):
+            self.selection.load(state["selection"], self.directory)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
+            for _ in range(self.global_step):  # catching up with the steps taken before
+                self.scheduler.step()
+
+    def same_run(self, path: Path, state: dict) -> None:
+        """Refuses a checkpoint written with other options or other training data."""
+        options = self.args.identity()
+        if state["options"] != options:
+            raise ValueError(f"{path} was written with other training options {state['options']}; "
+                             f"use another checkpoint_dir, the same options ({options}), or restart=True")
+        saved = state.get("data")
+        if saved is None:
+            warnings.warn(f"{path} does not record its training data (an older version wrote it); resuming without "
+                          "checking that the topics, qrels and candidates are the same", stacklevel=6)
+        elif saved != self.data.fingerprint:
+            changed = [name for name in self.data.fingerprint if saved.get(name) != self.data.fingerprint[name]]
+            raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
+                             "use another checkpoint_dir, the same data, or restart=True to train from the start")
+
+    def checkpoint(self) -> None:
+        if self.directory is not None:
+            state = {"options": self.args.identity(), "data": self.data.fingerprint, "history": self.history}
+            if self.scaler is not None:
+                state["grad_scaler"] = self.scaler.state_dict()
+            if self.selection is not None:
+                state["selection"] = self.selection.state_dict()
+            states = rng_states(self.world, self.reranker.device)  # every process takes part
+            if self.rank == 0:
+                if self.selection is not None:
+                    self.selection.save_weights(self.directory)  # before the checkpoint that refers to it
+                save_checkpoint(self.directory, self.global_step, self.reranker, self.optimizer, state,
+                                keep=self.args.save_total_limit, rng_states=states)
+                self.prune_best_weights()
+        barrier(self.world)
+
+    def prune_best_weights(self) -> None:
+        import json
+
+        steps = set()
+        for path in list_checkpoints(self.directory):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                steps.add(json.loads((path / STATE_JSON).read_text())["selection"]["best_step"])
+        prune_weights(self.directory, steps)
+
+
+class Trainer(CheckpointedRun):
     """Trains ``reranker`` on ``data`` with ``args``: ``train()`` runs the whole run (resuming from
     ``args.checkpoint_dir`` when it holds a checkpoint) and returns the history, one row per step."""
 
-    def __init__(self, reranker, args: TrainingArguments, data: PreparedData,
+    def __init__(self, reranker: Scorer, args: TrainingArguments, data: PreparedData,
                  callback: Callable[[dict], None] | None = None):
         self.reranker, self.args, self.data, self.callback = reranker, args, data, callback
         self.model = reranker.model
@@ -167,76 +241,6 @@ class Trainer:
         self.selection.record(value, self.global_step, self.model)
         return value
 
-    # -- checkpoints
-
-    def prepare_checkpoints(self) -> None:
-        if self.directory is None:
-            torch.manual_seed(self.args.seed)
-            return
-        if self.rank == 0:
-            remove_leftovers(self.directory)
-            if self.args.restart:
-                remove_checkpoints(self.directory)
-        barrier(self.world)
-        resumed = resume(self.directory, self.reranker, self.optimizer, check=self.same_run, rank=self.rank)
-        if resumed is None:
-            torch.manual_seed(self.args.seed)
-            return
-        self.resumed_from, state = resumed
-        self.global_step, self.history = state["step"], state["history"]
-        warnings.warn(f"{self.resumed_from}: resumed at step {self.global_step} of {self.total_steps}"
-                      if self.global_step < self.total_steps else
-                      f"{self.resumed_from}: this run was already complete ({self.total_steps} steps): the model is "
-                      "its trained model, nothing was trained now (restart=True trains again)", stacklevel=6)
-        if self.scaler is not None and state.get("grad_scaler"):
-            self.scaler.load_state_dict(state["grad_scaler"])
-        if self.selection is not None and state.get("selection"):
-            self.selection.load(state["selection"], self.directory)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before")
-            for _ in range(self.global_step):  # catching up with the steps taken before
-                self.scheduler.step()
-
-    def same_run(self, path: Path, state: dict) -> None:
-        """Refuses a checkpoint written with other options or other training data."""
-        options = self.args.identity()
-        if state["options"] != options:
-            raise ValueError(f"{path} was written with other training options {state['options']}; "
-                             f"use another checkpoint_dir, the same options ({options}), or restart=True")
-        saved = state.get("data")
-        if saved is None:
-            warnings.warn(f"{path} does not record its training data (an older version wrote it); resuming without "
-                          "checking that the topics, qrels and candidates are the same", stacklevel=6)
-        elif saved != self.data.fingerprint:
-            changed = [name for name in self.data.fingerprint if saved.get(name) != self.data.fingerprint[name]]
-            raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
-                             "use another checkpoint_dir, the same data, or restart=True to train from the start")
-
-    def checkpoint(self) -> None:
-        if self.directory is not None:
-            state = {"options": self.args.identity(), "data": self.data.fingerprint, "history": self.history}
-            if self.scaler is not None:
-                state["grad_scaler"] = self.scaler.state_dict()
-            if self.selection is not None:
-                state["selection"] = self.selection.state_dict()
-            states = rng_states(self.world, self.reranker.device)  # every process takes part
-            if self.rank == 0:
-                if self.selection is not None:
-                    self.selection.save_weights(self.directory)  # before the checkpoint that refers to it
-                save_checkpoint(self.directory, self.global_step, self.reranker, self.optimizer, state,
-                                keep=self.args.save_total_limit, rng_states=states)
-                self.prune_best_weights()
-        barrier(self.world)
-
-    def prune_best_weights(self) -> None:
-        import json
-
-        steps = set()
-        for path in list_checkpoints(self.directory):
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                steps.add(json.loads((path / STATE_JSON).read_text())["selection"]["best_step"])
-        prune_weights(self.directory, steps)
-
     def finish(self) -> pd.DataFrame:
         """Restores the best model (with selection), warns when training ended below its start,
         and returns the history with the selection's report in ``attrs["selection"]``."""
@@ -253,7 +257,7 @@ class Trainer:
         return history
 
 
-def grad_scaler(reranker) -> torch.amp.GradScaler | None:
+def grad_scaler(reranker: Scorer) -> torch.amp.GradScaler | None:
     """A loss scaler for fp16 autocast, whose small range lets gradients underflow or overflow;
     None for bf16 and fp32."""
     if reranker.autocast_dtype != torch.float16:

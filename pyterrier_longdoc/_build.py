@@ -1,0 +1,160 @@
+"""Building a model: the one path from a start to a ``(ModelConfig, LongDocModel)``.
+
+A model starts from a saved pyterrier_longdoc folder (local or on the hub: the whole model, its
+weights checked), a trained cross-encoder (a ``*ForSequenceClassification`` checkpoint: its
+encoder, and its head for the models that score windows), a plain encoder (a new head, with an
+``UntrainedHeadWarning``), or a model in memory (:class:`InMemory`: a copy of its encoder and
+window head, e.g. a FirstP read as a MaxP). Every start then goes through the same assembly.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
+                        resolve_checkpoint)
+from ._chunking import Chunking
+from ._config import ModelConfig
+from ._model import LongDocModel
+from ._registry import CHUNKING_SETTINGS, model_class
+from ._warn import warn
+from .aggregators.base import Aggregator
+from .aggregators.heads import ClassifierHead, is_sequence_classifier, split_sequence_classifier
+
+
+class UntrainedHeadWarning(UserWarning):
+    """A model was built with a new head: its scores are random until it is trained."""
+
+
+@dataclass
+class InMemory:
+    """A built model as a start: its encoder and window head are copied, its settings kept."""
+
+    model: LongDocModel
+    settings: dict
+    base_model: str | None = None
+
+
+@dataclass
+class _Start:
+    """What a model is assembled from, whatever the source."""
+
+    encoder: nn.Module
+    tokenizer: object
+    head: nn.Module | None       # the checkpoint's window head, if it has one
+    trained_head: bool           # whether that head's weights are trained
+    base_model: str | None
+
+
+def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_code: bool = False,
+                verify_weights: bool = True, seed: int | None = None) -> tuple[ModelConfig, LongDocModel]:
+    """The model of class ``cls`` (a registered model class) from ``source``, with ``settings``
+    over the start's own and the class defaults; new parameters are drawn from ``seed`` when given."""
+    with _seeded(seed):
+        if isinstance(source, InMemory):  # a model in memory has all its settings: no class defaults
+            path, saved, merged = None, None, {**source.settings, **settings}
+        else:
+            path = resolve_checkpoint(source)
+            saved = _saved_config(cls, source, path)
+            if saved is None:  # a new model: settings its folder gives (a bi-encoder's pooling, ...)
+                settings = cls.source_settings(str(path or source), settings)
+            merged = {**cls.defaults, **(saved.settings if saved else {}), **settings}
+        merged = cls.check_settings(merged)  # before loading anything: a wrong name fails fast
+        start = _start(cls, source, path, saved, trust_remote_code)
+        config, model = _assemble(cls, start, merged)
+        if saved is not None:
+            model.load_weights(path, saved.weights_sha256 if verify_weights else None)
+        elif not cls.aggregator.zero_shot:
+            _warn_untrained(cls.__name__, str(start.base_model), model.aggregator, cls.aggregator.chunk_head,
+                            start.trained_head)
+    return config, model
+
+
+def _saved_config(cls, source: str, path: Path | None) -> ModelConfig | None:
+    saved = ModelConfig.read(path) if path is not None else None
+    if saved is not None and saved.model != cls.name:
+        raise ValueError(f"{source} holds a {saved.model!r} model, not {cls.name!r}: load it with "
+                         f"{model_class(saved.model).__name__}.from_pretrained or LongDocReranker.from_pretrained")
+    return saved
+
+
+def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | None,
+           trust_remote_code: bool) -> _Start:
+    """The encoder, tokenizer and window head a model is assembled from."""
+    if isinstance(source, InMemory):
+        head = getattr(source.model.aggregator, "head", None)
+        return _Start(copy.deepcopy(source.model.encoder), source.model.tokenizer, copy.deepcopy(head),
+                      trained_head=True, base_model=source.base_model)
+    if saved is None:
+        loaded = load_pretrained(source, trust_remote_code=trust_remote_code,
+                                 sequence_classifier=cls.aggregator.chunk_head)
+        encoder, head = _split(loaded.model)
+        if head is not None and not loaded.trained_head:
+            head.reset_output_layer()
+        return _Start(encoder, loaded.tokenizer, head, loaded.trained_head, source)
+    saved.warn_about_version(path)  # here only: a load reads config.json more than once
+    refuse_pickle(path)
+    backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code,
+                                 sequence_classifier=saved.head_type == "sequence_classification")
+    encoder, head = _split(backbone)
+    return _Start(encoder, load_tokenizer(str(path), trust_remote_code), head, True, saved.base_model)
+
+
+def _split(backbone: nn.Module) -> tuple[nn.Module, nn.Module | None]:
+    return split_sequence_classifier(backbone) if is_sequence_classifier(backbone) else (backbone, None)
+
+
+def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocModel]:
+    """The engine, the head and the config of ``cls`` over the start's encoder."""
+    chunk_head = cls.aggregator.chunk_head
+    chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
+    if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
+        chunk_settings["max_length"] = encoder_max_length(start.encoder, start.tokenizer)
+    head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
+    aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
+                                **({"head": start.head} if chunk_head else {}))
+    model = cls.engine(start.encoder, start.tokenizer, aggregator, Chunking(**chunk_settings))
+    cls._prepare_backbone(model, merged)
+    merged.update(aggregator.saved_settings())
+    head_type = None if not chunk_head else (
+        "sequence_classification" if isinstance(aggregator.head, ClassifierHead) else "linear")
+    config = ModelConfig(model=cls.name, settings=merged, encoder=start.encoder.config.to_dict(),
+                         head_type=head_type, base_model=start.base_model)
+    return config, model
+
+
+def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:
+    """An UntrainedHeadWarning naming the parameters that the checkpoint does not hold, if any."""
+    trained_head = chunk_head and trained_head
+    new = [name for name, _ in aggregator.named_parameters() if not (trained_head and name.startswith("head."))]
+    if not new:
+        return
+    listed = ", ".join(new[:6]) + (f", ... ({len(new)} in all)" if len(new) > 6 else "")
+    if trained_head:
+        what = (f"the cross-encoder's head is kept, but its new parameters ({listed}) are drawn at random, so its "
+                "scores are not the cross-encoder's and change with the seed until fit(). Build it with seed= (or "
+                "after torch.manual_seed) to make them reproducible.")
+    else:
+        what = (f"its {'head' if chunk_head else model + ' head'} is new ({listed}: initialised here, not read from "
+                "a checkpoint), so its scores are random until fit(). To rank without training, start from a trained "
+                "cross-encoder (a sequence-classification checkpoint, e.g. a folder saved by "
+                "sentence_transformers.CrossEncoder) instead.")
+    warn(f"{model} over {source}: {what}", UntrainedHeadWarning)
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None):
+    """Parameters created in the block come from ``seed`` (when given); the global RNG is left as it was."""
+    if seed is None:
+        yield
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield

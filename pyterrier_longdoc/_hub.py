@@ -1,0 +1,67 @@
+"""What a model writes: its folder (a PyTerrier artifact), its window scorer as a cross-encoder,
+and the same folder on the HuggingFace hub, loaded back by name."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ._weights import save_cross_encoder
+
+
+class Publishing:
+    """Saving and hub transfer of a ``LongDocReranker`` (a mixin over its ``model``, ``config``
+    and ``from_pretrained``)."""
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """``config.json`` (the encoder's transformers config, this library's fields under
+        ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card
+        (``README.md``) and ``pt_meta.json``, which makes the folder a PyTerrier artifact:
+        ``pt.Artifact.load(path)`` loads it."""
+        from ._card import artifact_metadata, model_card
+
+        path = Path(path)
+        self.settle_parameters()
+        self.model.save_pretrained(path, self.config)
+        (path / "README.md").write_text(model_card(self))
+        (path / "pt_meta.json").write_text(artifact_metadata(self))
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        """Writes the window scorer as a standard sequence-classification folder, which
+        ``sentence_transformers.CrossEncoder(path)`` and ``AutoModelForSequenceClassification``
+        load, scoring a (query, window) pair as this model scores that window (FirstP, MaxP, SumP,
+        KMaxAvgP, LongP: the models that score windows with that head)."""
+        save_cross_encoder(self.model, Path(path), type(self).__name__)
+
+    def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
+                    token: str | None = None, revision: str | None = None) -> str:
+        """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
+        needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
+        import tempfile
+
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_pretrained(folder)
+            upload = {"revision": revision} if revision else {}
+            return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message, **upload))
+
+    def to_hf(self, repo: str, *, branch: str | None = None, pretty_name: str | None = None,
+              private: bool | None = None) -> None:
+        """Uploads the model to a HuggingFace hub model repository (``owner/name``, or
+        ``owner/name@branch``), as ``save_pretrained`` writes it; ``from_hf`` loads it back.
+        ``pretty_name`` is unused: the model card names the model."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        self.push_to_hub(repo, private=bool(private), revision=branch)
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: str | None = None, **overrides):
+        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``)."""
+        if "@" in repo:
+            repo, branch = repo.split("@", 1)
+        if branch not in (None, "main"):
+            raise ValueError(f"only the main branch of {repo} can be loaded by name; download {branch} and load "
+                             "its folder with from_pretrained")
+        return cls.from_pretrained(repo, **overrides)

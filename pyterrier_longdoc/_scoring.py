@@ -1,0 +1,90 @@
+"""Scoring documents: a model's differentiable scores of (query, text) pairs, and inference over
+them in groups of documents, with the checks and reports every call gets."""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pyterrier as pt
+import torch
+
+from ._runtime import release_freed_memory
+from ._warn import warn
+
+# documents scored per call of the engine: bounds memory for frames of any size
+_GROUP_SIZE = 2048
+
+
+class DocumentScoring:
+    """The scoring methods of a ``LongDocReranker`` (a mixin over its ``model``, ``runtime``,
+    ``device``, ``autocast_dtype`` and inference replicas)."""
+
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
+        tokens of the text without special tokens (end exclusive), after every cap."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        self.settle_parameters()
+        return self.model.chunk_spans(text)
+
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
+        """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
+        self.settle_parameters()
+        with self.autocast():
+            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
+
+    def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
+        """The scores of the pairs ``(queries[i], texts[i])`` for inference (eval mode, no
+        gradients, in groups of documents), as a float64 array; an error names the first pairs
+        whose score is not finite."""
+        scores = self._score_texts(queries, texts)
+        self._check_finite(scores, lambda i: f"pair {i} (query {queries[i][:50]!r})")
+        return scores
+
+    def _score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
+        self.model.eval()
+        workers = self._inference_workers()
+        scores = np.empty(len(texts), dtype=np.float64)
+        cropped_queries = cropped_docs = 0
+        progress = pt.tqdm(total=len(texts), desc=type(self).__name__, unit="doc", disable=not self.verbose or not texts)
+        with torch.inference_mode(), progress:
+            for start in range(0, len(texts), _GROUP_SIZE):
+                end = start + _GROUP_SIZE
+                scored = self.score_batch(queries[start:end], texts[start:end], progress, workers)
+                scores[start:end] = scored.scores.cpu().numpy()
+                cropped_queries += scored.cropped_queries
+                cropped_docs += scored.cropped_docs
+                del scored
+                if end < len(texts):  # the next group reuses memory the system holds, not the allocator
+                    release_freed_memory()
+        self._report_cropping(cropped_queries, cropped_docs, len(texts))
+        return scores
+
+    def _check_finite(self, scores: np.ndarray, label) -> None:
+        """A diverged model gives NaN or infinite scores: say so, rather than rank them."""
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if len(bad):
+            examples = ", ".join(label(int(i)) for i in bad[:3])
+            raise ValueError(f"{self!r} gave {len(bad)} non-finite scores (NaN or inf) of {len(scores)}, e.g. "
+                             f"{examples}: the model's weights have diverged or are corrupt")
+
+    def _inference_workers(self):
+        """Copies of the model on each device (or quantized to int8), or None for the model itself."""
+        return self._replicas.workers(self.model, self.devices, self.int8, self.autocast)
+
+    def _report_cropping(self, queries: int, docs: int, total: int) -> None:
+        # say what was cut, once per call, rather than dropping it silently
+        chunking = self.model.chunking
+        parts = []
+        if docs and (self.runtime.warn_cropping if self.runtime.warn_cropping is not None else not self.crops):
+            parts.append(f"{docs} of {total} documents are longer than the "
+                         f"{chunking.tokens_read(self.model.layout)} tokens it reads and were cropped")
+        if queries:
+            parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
+        if parts:
+            warn(f"{type(self).__name__}: " + "; ".join(parts))
