@@ -7,9 +7,10 @@
 The recipe is ``pyterrier_longdoc.training.train_long_document_ranker`` with its defaults
 (``RECIPE_PASSAGE_STAGE``, ``RECIPE_DOCUMENT_STAGE``), the same for every model and collection:
 1. passage stage, from the packaged MiniLM (all-MiniLM-L6-v2, no ranking head): sentence-
-   transformers' CrossEncoderTrainer on (query, definition, negative) triples of dictionary
-   queries that are in no document collection below (one BM25 hard negative and one random entry
-   per query); shared by the models and seeds of a collection;
+   transformers' CrossEncoderTrainer on the triples the recipe builds from document-level
+   qrels (``document_passage_triples``: the best-matching window of the relevant document, a
+   window of a BM25 negative and one of another negative), here from FarRelevant documents of
+   400 dictionary queries that are in no collection below; shared by the models and seeds;
 2. document stage: FirstP, MaxP and PARADE-Attn start from that cross-encoder and are trained
    with ``fit``, 20% of the training queries held out for validation: the start is evaluated, the
    best evaluated model is kept.
@@ -332,8 +333,8 @@ def _first_at(k: int, n: int, r: int) -> float:
 def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, output: Path) -> dict:
     """A dictionary's FarRelevant collection: the document stage's training data, the near and far
     test candidates, the passage stage's triples and a description."""
-    from pyterrier_longdoc.diagnostics import build_far_relevant
     from pyterrier_longdoc.dictionaries import dictionary_task
+    from pyterrier_longdoc.training.recipe import document_passage_triples
 
     started = time.time()
     # 2,000 queries of terms the encoder's vocabulary holds, the others' entries as non-relevant passages
@@ -349,14 +350,9 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
     # documents of prose: fillers of at least FILLER_WORDS words, every relevant entry kept
     words = task.passages["text"].str.split().str.len()
     prose = task.passages[(words >= FILLER_WORDS) | task.passages["docno"].isin(task.qrels["docno"])]
-    collections = {}
-    for variant, queries in groups.items():
-        retriever = _PisaRetriever(output / f"{variant}-index")
-        collections[variant] = build_far_relevant(
-            prose, queries[["qid", "query"]], task.qrels, tokenizer=backbone, variant=variant,
-            max_doc_tokens=sizes["max_doc_tokens"], negatives=sizes["random"], retriever=retriever,
-            retrieved_negatives=sizes["retrieved"], seed=0)
-        collections[variant].candidates = _with_bm25(collections[variant].candidates, retriever.bm25)
+    collections = {variant: _far_relevant(prose, queries, task.qrels, variant, sizes, backbone,
+                                          output / f"{variant}-index")
+                   for variant, queries in groups.items()}
     candidates = pd.concat([c.candidates for c in collections.values()], ignore_index=True)
     documents = pd.concat([c.documents for c in collections.values()], ignore_index=True)
     tests = {variant: c.candidates[~c.candidates["qid"].isin(train_qids)].reset_index(drop=True)
@@ -364,10 +360,16 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
     rows = candidates[candidates["qid"].isin(train_qids)].reset_index(drop=True)
     train = {"topics": rows[["qid", "query"]].drop_duplicates().reset_index(drop=True),
              "qrels": rows[["qid", "docno", "label"]], "candidates": rows}
-    # the passage stage trains on queries no document collection holds (unused known terms last)
-    unused = known.iloc[n_train + 2 * n_test:]
-    warmup_topics = unused.iloc[:sizes["warmup_queries"]][["qid", "query"]]
-    warmup_triples = _warmup_triples(task, warmup_topics, output / "passage-index", seed=0)
+    # the passage stage trains on other queries (unused known terms), as the recipe does without
+    # passage data: the best-matching window of each relevant document, windows of its negatives
+    unused = known.iloc[n_train + 2 * n_test:n_train + 2 * n_test + sizes["warmup_queries"]]
+    half = len(unused) // 2
+    warmup = [_far_relevant(prose, queries, task.qrels, variant, sizes, backbone, output / f"passage-{variant}-index")
+              for variant, queries in (("near", unused.iloc[:half]), ("far", unused.iloc[half:]))]
+    warmup_candidates = pd.concat([c.candidates for c in warmup], ignore_index=True)
+    warmup_triples = document_passage_triples(warmup_candidates[["qid", "query"]].drop_duplicates(),
+                                              warmup_candidates[["qid", "docno", "label"]], warmup_candidates, seed=0)
+    warmup_topics = warmup_triples["qid"].unique()
     tokens = [c.positions["doc_tokens"] for c in collections.values()]
     description = (f"{name} FarRelevant: {len(documents)} documents of {int(min(t.min() for t in tokens))}-"
                    f"{int(max(t.max() for t in tokens))} tokens (relevant entry in the first 512 tokens: near, "
@@ -380,17 +382,18 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
     return {"train": train, "tests": tests, "warmup_triples": warmup_triples, "description": description}
 
 
-def _warmup_triples(task, topics: pd.DataFrame, index_dir: Path, seed: int) -> pd.DataFrame:
-    """(query, definition, negative) triples: one BM25 hard negative (an entry that mentions the
-    term) and one random entry per query (with hard negatives alone the ranker learns to put a
-    mere mention below unrelated text)."""
-    from pyterrier_longdoc.training import passage_triples
+def _far_relevant(prose: pd.DataFrame, queries: pd.DataFrame, qrels: pd.DataFrame, variant: str, sizes: dict,
+                  backbone: str, index_dir: Path):
+    """A FarRelevant collection of ``queries`` (near or far), its candidates with BM25's scores."""
+    from pyterrier_longdoc.diagnostics import build_far_relevant
 
     retriever = _PisaRetriever(index_dir)
-    run = retriever(task.passages)(topics)
-    hard = passage_triples(topics, task.qrels, task.passages, run, negatives_per_query=1, top_k=20, seed=seed)
-    easy = passage_triples(topics, task.qrels, task.passages, negatives_per_query=1, seed=seed + 1)
-    return pd.concat([hard, easy], ignore_index=True).sample(frac=1.0, random_state=seed, ignore_index=True)
+    collection = build_far_relevant(
+        prose, queries[["qid", "query"]], qrels, tokenizer=backbone, variant=variant,
+        max_doc_tokens=sizes["max_doc_tokens"], negatives=sizes["random"], retriever=retriever,
+        retrieved_negatives=sizes["retrieved"], seed=0)
+    collection.candidates = _with_bm25(collection.candidates, retriever.bm25)
+    return collection
 
 
 # ---------------------------------------------------------------------------------------------
