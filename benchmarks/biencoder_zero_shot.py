@@ -10,8 +10,11 @@ FarRelevant collections (built by its ``dictionary_data`` with its sizes: the sa
 queries and candidates: each query's document with its dictionary entry in the first 512 tokens
 (near) or after them (far), BM25's top other documents and random ones). ``BiEncoderFirstP``
 embeds the start of each document (256 tokens, the model's input length), ``BiEncoderMaxP`` its
-windows of 150 tokens every 100. Reported beside a random order (its exact expected RR) and BM25
-over the same candidates: RR per split, with a 95% t-interval over queries. Writes
+windows of 150 tokens every 100. The near / far threshold is the collections' 512 tokens, so
+near answers between token 254 and 512 lie beyond what this FirstP reads
+(``tutorials/07_biencoder_zero_shot.ipynb`` puts the threshold at what it reads). Reported
+beside a random order (its exact expected RR) and BM25 over the same candidates: RR per split,
+with a 95% t-interval over queries. Writes
 ``biencoder-zero-shot-<collection>.json`` and ``.md`` (machine, date, commit, time taken) into
 ``--results`` (default ``benchmarks/results``; a ``--quick`` run writes only where ``--results``
 says) unless ``--no-save``.
