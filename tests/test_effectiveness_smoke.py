@@ -114,6 +114,24 @@ def test_tuning_reads_validation_queries_only(dictionary, tmp_path):
     assert "per_query" not in tuned and "table" not in tuned  # no test query was scored
 
 
+def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, tmp_path):
+    """benchmarks/biencoder_zero_shot.py over the same collections (effectiveness.py's builder and
+    quick sizes; the packaged MiniLM, untrained): one results file per collection, with the
+    machine, date, commit and time taken."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "biencoder_zero_shot.py"), "--quick",
+                           "--test-queries", "2", "--collections", "foldoc", "--dictionary", f"foldoc={dictionary}",
+                           "--results", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"biencoder_zero_shot.py failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    result = json.loads((tmp_path / "biencoder-zero-shot-foldoc.json").read_text())
+    assert {"machine", "date", "commit", "wall_minutes", "cpu_minutes"} <= set(result) and result["collection"] == "foldoc"
+    assert set(result["table"]) == {"random order", "BM25", "bi-encoder FirstP", "bi-encoder MaxP"}
+    assert all(set(splits) == {"near", "far"} and all(cell["queries"] == 2 for cell in splits.values())
+               for splits in result["table"].values())
+    text = (tmp_path / "biencoder-zero-shot-foldoc.md").read_text()
+    assert text.startswith("Machine: ") and f"commit {result['commit']}" in text and "| bi-encoder MaxP |" in text
+
+
 def test_missing_prerequisites_stop_the_run_before_it_starts(tmp_path):
     proc = benchmark("--collections", "gcide", "--dictionary", f"gcide={tmp_path / 'gcide.dict.dz'}",
                      "--output", tmp_path / "out", "--results", tmp_path / "results", timeout=120)

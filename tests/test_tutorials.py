@@ -1,4 +1,4 @@
-"""The tutorials: notebooks 1-5 run top to bottom (then their exercises' solutions, in the same
+"""The tutorials: notebooks 1-5 and 7 run top to bottom (then their exercises' solutions, in the same
 kernel), each exactly once, two at a time in the background while the library's tests run
 (``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3 and 5 share one
 passage-trained warm start, trained once per machine and cached; notebook 6 (the real-data lab, for a
