@@ -25,7 +25,8 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
-from ._runtime import Runtime, column_texts, release_freed_memory, resolve_dtype, row_label
+from ._frames import column_texts, row_label
+from ._runtime import Runtime, release_freed_memory, resolve_dtype
 from ._warn import warn
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, join_sequence_classifier, split_sequence_classifier

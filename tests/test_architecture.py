@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "pyterrier_longdoc"
 # lower floors never import higher ones; every module of the package has a floor
 FLOORS = {
-    "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
+    "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_rng": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
     "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_pairs": 2, "_config": 1, "_card": 1, "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5, "_parameters": 6, "training": 6, "_reranker": 7,
     "models": 8,
