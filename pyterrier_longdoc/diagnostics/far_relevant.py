@@ -22,7 +22,7 @@ import pandas as pd
 
 from .._frames import numeric_column, require_frame, sort_results
 from .._rng import keyed_rng
-from ..collection import InMemoryCollection
+from ..data.collection import InMemoryCollection
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
 VARIANTS = ("far", "near")
@@ -36,7 +36,7 @@ _NOT_ADDITIVE = "token counts not additive over passages"
 
 @dataclass
 class FarRelevantCollection(InMemoryCollection):
-    """A generated collection (the shape of :mod:`pyterrier_longdoc.collection`); every frame
+    """A generated collection (the shape of :mod:`pyterrier_longdoc.data.collection`); every frame
     uses string ``qid`` / ``docno``.
 
     documents: ``docno, text``; topics: ``qid, query``; qrels: ``qid, docno, label`` (document

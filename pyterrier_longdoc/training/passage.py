@@ -49,7 +49,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
 
     Args:
         backbone: a HuggingFace encoder, a sentence-transformers model or a CrossEncoder folder
-            (``pyterrier_longdoc.demo.packaged_minilm()`` offline). A plain encoder gets a fresh
+            (``pyterrier_longdoc.packaged.packaged_minilm()`` offline). A plain encoder gets a fresh
             one-logit head.
         data: (query, positive passage, negative passage) triples: an iterable of 3-tuples or a
             frame with columns ``query, positive, negative``. Optional when the frames are given;
