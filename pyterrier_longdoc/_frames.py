@@ -1,11 +1,82 @@
-"""Two small helpers shared across the package: the order of a result frame, and random
-generators keyed by names so that results do not depend on the order of the input."""
-from __future__ import annotations
+"""Checks of the frames users pass in, and the order of a result frame.
 
-import zlib
+Every entry point (scoring, ``fit``, the passage stage, the diagnostics) checks its frames here, so
+that one kind of mistake gives one kind of error everywhere: something that is not a DataFrame is
+a ``TypeError``; a missing column or bad values in a column are a ``ValueError`` naming the
+column and the first rows (by qid and docno where the frame has them).
+"""
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from ._text import replace_lone_surrogates
+
+
+def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
+    """``frame`` itself when it is a DataFrame with ``columns``; a clear error otherwise."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a DataFrame with columns {columns}, got {_kind(frame)}{_call_hint(frame)}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} needs columns {columns}; missing {missing} (it has {list(frame.columns)})")
+    return frame
+
+
+def _kind(value) -> str:
+    return f"a pt.Transformer ({type(value).__name__})" if _is_pipeline(value) else type(value).__name__
+
+
+def _call_hint(value) -> str:
+    return " (a pipeline: call it first, e.g. pipeline(topics))" if _is_pipeline(value) else ""
+
+
+def _is_pipeline(value) -> bool:
+    import pyterrier as pt  # only on the error path: the engine's leaves do not load PyTerrier
+
+    return isinstance(value, pt.Transformer)
+
+
+def row_label(frame: pd.DataFrame, i: int, value) -> str:
+    """Row ``i`` of ``frame`` as an error shows it: its qid and docno, and the bad value."""
+    row = frame.iloc[i]
+    keys = " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
+    return f"[{keys} value={value!r} ({type(value).__name__})]"
+
+
+def _examples(frame: pd.DataFrame, column: str, rows) -> str:
+    values = frame[column].tolist()
+    return ", ".join(row_label(frame, i, values[i]) for i in rows[:3])
+
+
+def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
+    """The column as a list of str (lone surrogates replaced, with a warning); a ``ValueError``
+    naming the rows for missing or non-text values."""
+    values = frame[column].tolist()
+    missing = [i for i, v in enumerate(values) if not isinstance(v, str) and pd.api.types.is_scalar(v) and pd.isna(v)]
+    wrong = [i for i, v in enumerate(values) if not isinstance(v, str) and i not in set(missing)]
+    for rows, problem in ((missing, "missing values (None/NaN)"), (wrong, "non-string values")):
+        if rows:
+            raise ValueError(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
+                             f"(e.g. {_examples(frame, column, rows)}); fill or drop them before re-ranking")
+    return replace_lone_surrogates(values, lambda i: row_label(frame, i, values[i]), f"{context!r}: column {column!r}")
+
+
+def numeric_column(frame: pd.DataFrame, column: str, name: str) -> pd.Series:
+    """``frame[column]`` as numbers (numeric strings such as ``"1"`` are read as numbers); a
+    ``ValueError`` naming the rows whose value is missing or not a number."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = np.flatnonzero(values.isna().to_numpy())
+    if len(bad):
+        raise ValueError(f"{name}: column {column!r} must hold numbers; {len(bad)} of {len(frame)} rows do not "
+                         f"(e.g. {_examples(frame, column, bad)})")
+    return values
+
+
+def row_positions(mask: pd.Series) -> list:
+    """The positions where ``mask`` holds, the first ten (for frames with no qid or docno)."""
+    rows = np.flatnonzero(mask.to_numpy()).tolist()
+    return rows[:10] + (["..."] if len(rows) > 10 else [])
 
 
 def sort_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -16,10 +87,3 @@ def sort_results(results: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"results need a 'rank' or 'score' column to be ordered; they have {list(results.columns)} "
                          "(pt.model.add_ranks adds rank from score)")
     return results.sort_values(["qid", "rank" if by_rank else "score"], ascending=[True, by_rank], kind="stable")
-
-
-def keyed_rng(seed: int, *keys: str | int) -> np.random.Generator:
-    """A generator determined by ``seed`` and ``keys`` (strings hashed with crc32, not ``hash()``:
-    Python salts its string hashes per process, which would break reproducibility)."""
-    return np.random.default_rng([int(seed), *(zlib.crc32(k.encode("utf8")) if isinstance(k, str) else int(k)
-                                                for k in keys)])

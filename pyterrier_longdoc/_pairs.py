@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._runtime import column_texts
+from ._frames import column_texts
 
 
 def _pair_list(pairs) -> tuple[list, bool]:

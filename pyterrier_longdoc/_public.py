@@ -2,13 +2,13 @@
 load torch, transformers and PyTerrier; the command line's ``--help`` and ``--version`` do not)."""
 from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
 from ._version import __version__
-from .collection import Collection
-from .datasets import LongDocCollection, load_collection
+from .data.collection import Collection
+from .data.datasets import LongDocCollection, load_collection
 from .evaluation import multi_seed_experiment
 from .listwise import RankGPT
 from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
                      KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
                      ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
                      ParadeTransformerPretrained, ParadeTransformerQ, SumP)
-from .text import TextLoader
+from .data.documents import TextLoader
 from .wrap import LongDoc

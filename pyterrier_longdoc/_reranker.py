@@ -23,8 +23,9 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
+from ._frames import column_texts, row_label
 from ._replicas import Replicas
-from ._runtime import Runtime, column_texts, row_label
+from ._runtime import Runtime
 from ._scoring import DocumentScoring
 from .aggregators.base import Aggregator
 

@@ -1,5 +1,5 @@
 """Where and how a model runs: the Runtime (device, dtype, batch size and the engine options, each
-checked when set), autocast dtypes (native bf16 detection), and validation of the input columns."""
+checked when set) and autocast dtypes (native bf16 detection). (The input frames are checked in ``_frames``.)"""
 from __future__ import annotations
 
 import ctypes
@@ -8,11 +8,10 @@ import functools
 import warnings
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
-from ._text import replace_lone_surrogates
+from ._frames import column_texts, row_label  # noqa: F401 - their home until version 0.2
 
 
 # autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
@@ -177,23 +176,3 @@ def _malloc_trim():
         return ctypes.CDLL(None).malloc_trim
     except (AttributeError, OSError):  # not glibc (macOS, musl, Windows)
         return None
-
-
-def column_texts(frame: pd.DataFrame, column: str, context) -> list[str]:
-    """The column as a list of str; a clear error naming the rows for missing or non-text values."""
-    values = frame[column].tolist()
-    missing = [i for i, v in enumerate(values) if not isinstance(v, str) and pd.api.types.is_scalar(v) and pd.isna(v)]
-    wrong = [i for i, v in enumerate(values) if not isinstance(v, str) and i not in set(missing)]
-    for rows, problem, error in ((missing, "missing values (None/NaN)", ValueError),
-                                 (wrong, "non-string values", TypeError)):
-        if rows:
-            examples = ", ".join(row_label(frame, i, values[i]) for i in rows[:3])
-            raise error(f"{context!r}: column {column!r} has {problem} in {len(rows)} of {len(values)} rows "
-                        f"(e.g. {examples}); fill or drop them before re-ranking")
-    return replace_lone_surrogates(values, lambda i: row_label(frame, i, values[i]), f"{context!r}: column {column!r}")
-
-
-def row_label(frame: pd.DataFrame, i: int, value) -> str:
-    row = frame.iloc[i]
-    keys = " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
-    return f"[{keys} value={value!r} ({type(value).__name__})]"

@@ -28,7 +28,7 @@ from ._runtime_names import BATCH_SIZE, DTYPES
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .text import TextLoader
+    from .data.documents import TextLoader
 
 # pandas, PyTerrier and torch load inside the commands: --help and --version start in a blink
 EXIT_BAD_INPUT = 2
@@ -133,10 +133,10 @@ def read_qrels(path: str) -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=None)  # read once when training and validation share the file
 def read_documents(path: str, text_field: str = "text") -> TextLoader:
-    """A text loader over the documents file (see :class:`~pyterrier_longdoc.text.TextLoader`),
+    """A text loader over the documents file (see :class:`~pyterrier_longdoc.data.documents.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
-    from .text import TextLoader
-    from .text import read_documents as read_document_fields
+    from .data.documents import TextLoader
+    from .data.documents import read_documents as read_document_fields
 
     loader = TextLoader(read_document_fields(path, text_field))  # the text field must hold strings
     if text_field not in loader.fields:

@@ -24,7 +24,7 @@ from pyterrier.measures import RR, nDCG
 from .models import FirstP, MaxP, ParadeAttn
 from .packaged import packaged_minilm  # noqa: F401 - its home in version 0.2
 from ._runtime import Runtime, native_bf16_cpu
-from .synthetic import make_collection
+from .data.synthetic import make_collection
 from .training import TrainingArguments
 
 MODELS = (FirstP, MaxP, ParadeAttn)
@@ -85,7 +85,7 @@ def _setup(output: str | Path, quick: bool, backbone: str | None, dtype: str):
 def passage_stage(backbone: str, train, directory: Path, dtype: str, seed: int = 42, quick: bool = False) -> str:
     """The warm start: ``backbone`` fine-tuned as a passage cross-encoder on the training queries'
     answer passages (``synthetic.passage_triples``); returns its CrossEncoder folder."""
-    from .synthetic import passage_triples
+    from .data.synthetic import passage_triples
     from .training.passage import train_passage_ranker
 
     triples = passage_triples(train, negatives_per_query=4, seed=seed)

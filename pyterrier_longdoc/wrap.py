@@ -13,7 +13,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._chunking import window_starts
-from ._runtime import column_texts
+from ._frames import column_texts
 from ._text import text_offsets, text_only_backend, without_lone_surrogates
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")

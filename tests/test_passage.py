@@ -92,11 +92,16 @@ def test_triples_and_frames_together(tiny_bert, tmp_path):
     ([("q", "p", "n"), ("q", "", "n")], r"rows \[1\] have an empty or missing"),
     ([("q", "p", "n"), ("q", "same", "same")], r"rows \[1\] have the same text"),
     (pd.DataFrame({"query": ["q"], "positive": ["p"]}), r"missing \['negative'\]"),
-    ("not triples", "must be \\(query, positive, negative\\) triples"),
     ([], "no training triples"),
 ])
 def test_bad_triples_are_named(tiny_bert, tmp_path, data, message):
     with pytest.raises(ValueError, match=message):
+        train_passage_ranker(tiny_bert, data, tmp_path / "out", steps=1)
+
+
+@pytest.mark.parametrize("data", ["not triples", 42])
+def test_data_of_another_type_is_a_type_error(tiny_bert, tmp_path, data):
+    with pytest.raises(TypeError, match=rf"must be \(query, positive, negative\) triples or a frame of them, got .*{type(data).__name__}"):
         train_passage_ranker(tiny_bert, data, tmp_path / "out", steps=1)
 
 
@@ -110,7 +115,7 @@ def test_bad_frames_are_named(tiny_bert, tmp_path):
         train_passage_ranker(tiny_bert, None, tmp_path, topics=topics, qrels=qrels)
     with pytest.raises(ValueError, match=r"qrels needs columns .*missing \['label'\]"):
         passage_triples(topics, qrels.drop(columns="label"), passages)
-    with pytest.raises(ValueError, match=r"rows \[1\] have non-numeric labels"):
+    with pytest.raises(ValueError, match=r"qrels: column 'label' must hold numbers; 1 of 2 rows do not .*qid='2' docno='nowhere' value='high'"):
         passage_triples(topics, qrels.assign(label=[1, "high"]), passages)
     with pytest.raises(ValueError, match=r"duplicate docnos in rows \[0, 1\]"):
         passage_triples(topics, qrels, passages.assign(docno=["p1", "p1"]))

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._frames import keyed_rng, sort_results
-from ..collection import InMemoryCollection
+from .._frames import numeric_column, require_frame, sort_results
+from .._rng import keyed_rng
+from ..data.collection import InMemoryCollection
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
 VARIANTS = ("far", "near")
@@ -35,7 +36,7 @@ _NOT_ADDITIVE = "token counts not additive over passages"
 
 @dataclass
 class FarRelevantCollection(InMemoryCollection):
-    """A generated collection (the shape of :mod:`pyterrier_longdoc.collection`); every frame
+    """A generated collection (the shape of :mod:`pyterrier_longdoc.data.collection`); every frame
     uses string ``qid`` / ``docno``.
 
     documents: ``docno, text``; topics: ``qid, query``; qrels: ``qid, docno, label`` (document
@@ -245,13 +246,10 @@ def _record_text(record: Any) -> str:
 
 def _normalise(frame: pd.DataFrame, columns: list[str], name: str) -> pd.DataFrame:
     """Required columns only, ids as str, texts stripped (the separator alone joins passages)."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} needs columns {columns}; missing {missing}")
-    out = frame[columns].copy()
+    out = require_frame(frame, name, columns)[columns].copy()
     for col in columns:
         if col == "label":
-            out[col] = out[col].astype(int)
+            out[col] = numeric_column(out, col, name).astype(int)
         elif col in ("text", "query"):
             out[col] = out[col].astype(str).str.strip()
         else:

@@ -20,6 +20,8 @@ from difflib import SequenceMatcher
 import numpy as np
 import pandas as pd
 
+from .._frames import require_frame
+
 _WORD = re.compile(r"\w+")
 
 
@@ -107,9 +109,7 @@ def match_passages(
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     for name, frame, columns in (("documents", documents, ["docno", text_field]), ("pairs", pairs, ["docno", passage_field])):
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise ValueError(f"{name} needs columns {columns}; missing {missing}")
+        require_frame(frame, name, columns)
     texts = dict(zip(documents["docno"].astype(str), documents[text_field]))
     found = [
         match_passage(texts[d], p, threshold=threshold) if d in texts else None

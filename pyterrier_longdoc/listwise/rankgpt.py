@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._runtime import column_texts
+from .._frames import column_texts
 from .backends import ChatBackend
 from .calls import ChatCalls
 from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,

@@ -3,7 +3,7 @@
 Relevant passages of standard collections sit mostly near the start of their documents
 (Boytsov et al.), so a model can learn "early means relevant". When passage positions are
 known (e.g. :class:`~pyterrier_longdoc.diagnostics.FarRelevantCollection` ``positions`` or
-:class:`~pyterrier_longdoc.synthetic.SyntheticCollection` ``answers``), these functions cut
+:class:`~pyterrier_longdoc.data.synthetic.SyntheticCollection` ``answers``), these functions cut
 the passage out of its document and insert it again at a uniformly random word boundary,
 so training documents carry no positional cue. Train once with and once without, to test
 whether de-biasing helps on your data.
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import keyed_rng
+from .._rng import keyed_rng
 
 _START_COLUMNS = ("char_start", "start_char")
 _END_COLUMNS = ("char_end", "end_char")

@@ -6,9 +6,10 @@ from typing import Callable
 
 import pandas as pd
 
+from .._frames import column_texts, require_frame
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
-from .sampling import (Named, as_frame, checked_qrels, checked_topics, require_frame, sampled_docnos, split_validation,
+from .sampling import (Named, as_frame, checked_qrels, checked_topics, sampled_docnos, split_validation,
                        training_data)
 from .scorer import Scorer
 from .trainer import PreparedData, Trainer, grad_scaler  # noqa: F401 - grad_scaler: public here since 0.2
@@ -153,8 +154,6 @@ def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candid
 
 def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[str, str]:
     """docno -> text of every document in ``docnos``, fetched now and checked like inference input."""
-    from .._runtime import column_texts
-
     frame = pd.DataFrame({"docno": docnos, text_field: lookup(docnos) if docnos else []}, dtype=object)
     return dict(zip(docnos, column_texts(frame, text_field, context)))
 
@@ -164,8 +163,6 @@ def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lo
     """(topics, qrels, candidates with query and text) for validation, checked before training;
     None without validation."""
     import ir_measures
-
-    from .._runtime import column_texts
 
     given = {"valid_topics": topics, "valid_qrels": qrels, "valid_candidates": candidates}
     missing = [name for name, value in given.items() if value is None]

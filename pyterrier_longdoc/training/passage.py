@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 
 from .._runtime import Runtime
+from .._frames import numeric_column, require_frame, row_positions
 
 __all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
 
@@ -50,7 +51,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
 
     Args:
         backbone: a HuggingFace encoder, a sentence-transformers model or a CrossEncoder folder
-            (``pyterrier_longdoc.demo.packaged_minilm()`` offline). A plain encoder gets a fresh
+            (``pyterrier_longdoc.packaged.packaged_minilm()`` offline). A plain encoder gets a fresh
             one-logit head.
         data: (query, positive passage, negative passage) triples: an iterable of 3-tuples or a
             frame with columns ``query, positive, negative``. Optional when the frames are given;
@@ -182,15 +183,14 @@ def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.Data
     topics = _columns(topics, ["qid", "query"], "topics")
     qrels = _columns(qrels, ["qid", "docno", "label"], "qrels")
     passages = _columns(passages, ["docno", "text"], "passages")
-    _check_labels(qrels)
     duplicated = passages["docno"].duplicated(keep=False)
     if duplicated.any():
-        raise ValueError(f"passages has duplicate docnos in rows {_rows(duplicated)}: "
+        raise ValueError(f"passages has duplicate docnos in rows {row_positions(duplicated)}: "
                          f"{sorted(set(passages.loc[duplicated, 'docno']))[:5]}")
     text = dict(zip(passages["docno"], passages["text"]))
     unknown = ~qrels["docno"].isin(text.keys()) & (qrels["label"] > 0)
     if unknown.any():
-        raise ValueError(f"qrels rows {_rows(unknown)} name relevant passages that are not in passages: "
+        raise ValueError(f"qrels rows {row_positions(unknown)} name relevant passages that are not in passages: "
                          f"{qrels.loc[unknown, 'docno'].tolist()[:5]}")
     pools = _candidate_pools(candidates, top_k) if candidates is not None else {}
     relevant = qrels[qrels["label"] > 0].groupby("qid")["docno"].apply(set).to_dict()
@@ -251,13 +251,10 @@ def _triples(data) -> pd.DataFrame:
     if data is None:
         return pd.DataFrame(columns=["qid", *columns])
     if isinstance(data, pd.DataFrame):
-        missing = [c for c in columns if c not in data.columns]
-        if missing:
-            raise ValueError(f"triples need columns {columns}; missing {missing} (got {list(data.columns)})")
-        frame = data[columns].reset_index(drop=True)
+        frame = require_frame(data, "triples", columns)[columns].reset_index(drop=True)
     else:
         if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
-            raise ValueError(f"data must be (query, positive, negative) triples or a frame of them, got {type(data)}")
+            raise TypeError(f"data must be (query, positive, negative) triples or a frame of them, got {type(data)}")
         rows = list(data)
         bad = [i for i, row in enumerate(rows) if isinstance(row, str) or not hasattr(row, "__len__") or len(row) != 3]
         if bad:
@@ -265,38 +262,23 @@ def _triples(data) -> pd.DataFrame:
         frame = pd.DataFrame(rows, columns=columns)
     empty = frame.isna().any(axis=1) | (frame.astype(str).apply(lambda c: c.str.strip()) == "").any(axis=1)
     if empty.any():
-        raise ValueError(f"triples rows {_rows(empty)} have an empty or missing query, positive or negative")
+        raise ValueError(f"triples rows {row_positions(empty)} have an empty or missing query, positive or negative")
     frame = frame.astype(str)
     same = frame["positive"] == frame["negative"]
     if same.any():
-        raise ValueError(f"triples rows {_rows(same)} have the same text as positive and negative")
+        raise ValueError(f"triples rows {row_positions(same)} have the same text as positive and negative")
     return frame.assign(qid="")
 
 
 def _columns(frame: pd.DataFrame, columns: list[str], name: str) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"{name} must be a DataFrame with columns {columns}, got {type(frame)}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} needs columns {columns}; missing {missing}")
-    out = frame[columns].reset_index(drop=True).copy()
+    out = require_frame(frame, name, columns)[columns].reset_index(drop=True).copy()
     for column in columns:
-        if column != "label":
-            out[column] = out[column].astype(str)
+        out[column] = numeric_column(out, column, name) if column == "label" else out[column].astype(str)
     return out
 
 
-def _check_labels(qrels: pd.DataFrame) -> None:
-    labels = pd.to_numeric(qrels["label"], errors="coerce")
-    bad = labels.isna()
-    if bad.any():
-        raise ValueError(f"qrels rows {_rows(bad)} have non-numeric labels: {qrels.loc[bad, 'label'].tolist()[:5]}")
-    qrels["label"] = labels
-
-
 def _candidate_pools(candidates: pd.DataFrame, top_k: int) -> dict[str, list[str]]:
-    if not isinstance(candidates, pd.DataFrame) or not {"qid", "docno"} <= set(candidates.columns):
-        raise ValueError("candidates must be a frame with columns qid, docno and rank or score")
+    require_frame(candidates, "candidates", ["qid", "docno"])
     if "rank" in candidates.columns:
         ordered = candidates.sort_values(["qid", "rank"], kind="stable")
     elif "score" in candidates.columns:
@@ -305,11 +287,6 @@ def _candidate_pools(candidates: pd.DataFrame, top_k: int) -> dict[str, list[str
         raise ValueError(f"candidates need a rank or a score column to find the top {top_k}; got {list(candidates.columns)}")
     ordered = ordered.assign(qid=ordered["qid"].astype(str), docno=ordered["docno"].astype(str))
     return {qid: group["docno"].head(top_k).tolist() for qid, group in ordered.groupby("qid", sort=False)}
-
-
-def _rows(mask: pd.Series) -> list[int]:
-    rows = np.flatnonzero(mask.to_numpy()).tolist()
-    return rows[:10] + (["..."] if len(rows) > 10 else [])
 
 
 @contextlib.contextmanager

@@ -45,7 +45,7 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
     """Train ``model_class`` (e.g. ``MaxP``) from ``backbone`` on documents; returns ``(model, report)``.
 
     Args:
-        backbone: an encoder or sentence-transformers model (``pyterrier_longdoc.demo.packaged_minilm()``
+        backbone: an encoder or sentence-transformers model (``pyterrier_longdoc.packaged.packaged_minilm()``
             offline), or a trained cross-encoder (``passages=False`` then skips the passage stage).
         topics, qrels, candidates, text: as for ``fit``: the training queries, their document
             qrels, their candidates (a result frame or a retrieval pipeline) and where text comes from.

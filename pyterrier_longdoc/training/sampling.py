@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import sort_results
+from .._frames import column_texts, numeric_column, require_frame, sort_results
 
 TextLookup = Callable[[list[str]], list[str]]
 
@@ -32,32 +32,6 @@ def as_frame(candidates, topics: pd.DataFrame, name: str = "candidates") -> pd.D
         return frame
     raise TypeError(f"{name} must be a result DataFrame (qid, docno, rank or score) or a pt.Transformer that "
                     f"retrieves them for the topics, got {_kind(candidates)}")
-
-
-def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
-    """``frame`` itself when it is a DataFrame with ``columns``; a clear error otherwise."""
-    if not isinstance(frame, pd.DataFrame):
-        hint = " (a pipeline: call it first, e.g. pipeline(topics))" if isinstance(frame, pt.Transformer) else ""
-        raise TypeError(f"{name} must be a DataFrame with columns {columns}, got {_kind(frame)}{hint}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} lacks columns {missing}; it has {list(frame.columns)}")
-    return frame
-
-
-def numeric_column(frame: pd.DataFrame, column: str, name: str) -> pd.Series:
-    """``frame[column]`` as numbers (numeric strings such as ``"1"`` are read as numbers); an
-    error naming the rows whose value is missing or not a number."""
-    values = pd.to_numeric(frame[column], errors="coerce")
-    bad = np.flatnonzero(values.isna().to_numpy())
-    if len(bad):
-        rows = frame.iloc[bad[:3]]
-        examples = ", ".join(
-            "[" + " ".join(f"{k}={row[k]!r}" for k in ("qid", "docno") if k in frame.columns)
-            + f" {column}={row[column]!r}]" for _, row in rows.iterrows())
-        raise ValueError(f"{name}: column {column!r} must hold numbers; {len(bad)} of {len(frame)} rows do not "
-                         f"(e.g. {examples})")
-    return values
 
 
 def _kind(value) -> str:
@@ -192,8 +166,6 @@ class Named:
 
 def checked_topics(topics, name: str, context) -> pd.DataFrame:
     """Topics with valid query text (lone surrogates replaced); errors name the rows."""
-    from .._runtime import column_texts
-
     require_frame(topics, name, ["qid", "query"])
     return topics.assign(query=column_texts(topics, "query", Named(f"{context!r} {name}")))
 

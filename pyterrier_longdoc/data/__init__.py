@@ -1,0 +1,12 @@
+"""The collections: what a model re-ranks and trains on, and where document text comes from.
+
+- ``collection``: the shape every collection has (``Collection``: topics, qrels, docs, splits,
+  ``get_text``) and ``InMemoryCollection``;
+- ``documents``: document text by docno for your own collections (``TextLoader``, ``read_documents``);
+- ``datasets``: ir_datasets collections as long-document tasks with folds (``load_collection``);
+- ``synthetic``: the generated collection of the demo and the tutorials (answers near or far);
+- ``dictionaries``, ``foldoc``: definition-finding tasks from Debian's dictd dictionaries (benchmarks).
+
+The package's old module names (``pyterrier_longdoc.synthetic``, ``.text``, ...) still import
+these modules.
+"""

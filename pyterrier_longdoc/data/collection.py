@@ -1,0 +1,56 @@
+"""One shape for every collection of this library: generated (``synthetic.make_collection``),
+FarRelevant-style (``diagnostics.build_far_relevant``) and loaded (``load_collection``).
+
+Every collection has ``topics`` (``qid, query``), ``qrels`` (``qid, docno, label``) and ``text``
+(a ``pt.Transformer`` adding the ``text`` column by docno, as ``pt.text.get_text`` does); unpacks
+as ``topics, qrels, text``; and ``split(name)`` gives a collection of the same kind. Collections
+held in memory also have ``documents`` (``docno, text``) and ``positions``: where each query's
+relevant passage sits, ``qid, docno, char_start, char_end`` (end exclusive:
+``text[char_start:char_end]`` is the passage) and what else the collection knows (word or token
+offsets). Collections that cannot hold them (MS MARCO, Robust04) have ``None`` there.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pyterrier as pt
+
+
+class Collection:
+    """The shape described in the module doc; subclasses hold ``topics``, ``qrels``, ``text``
+    and the rest."""
+
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    text: pt.Transformer
+    documents: pd.DataFrame | None
+    positions: pd.DataFrame | None
+
+    def __iter__(self) -> Iterator:
+        return iter((self.topics, self.qrels, self.text))
+
+    def get_corpus_iter(self) -> Iterator[dict[str, str]]:
+        """Documents as dicts, for an indexer: ``pt.IterDictIndexer(...).index(coll.get_corpus_iter())``."""
+        if self.documents is None:
+            raise NotImplementedError(f"{type(self).__name__} has no documents in memory")
+        for docno, text in zip(self.documents["docno"], self.documents["text"]):
+            yield {"docno": docno, "text": text}
+
+    def _with_topics(self, qids: set) -> dict[str, pd.DataFrame | None]:
+        """``topics``, ``qrels`` and ``positions`` restricted to ``qids``."""
+        def select(frame):
+            return None if frame is None else frame[frame["qid"].isin(qids)].reset_index(drop=True)
+
+        return {"topics": select(self.topics), "qrels": select(self.qrels), "positions": select(self.positions)}
+
+
+class InMemoryCollection(Collection):
+    """A collection whose ``documents`` are in memory: ``text`` reads them."""
+
+    @property
+    def text(self) -> pt.Transformer:
+        """Adds ``text`` by docno; a ``KeyError`` names docnos the collection does not have."""
+        from .documents import TextLoader
+
+        return TextLoader(self.documents[["docno", "text"]], "text")
