@@ -1,5 +1,4 @@
 """BeST segment selection on a tiny model and generated data."""
-import random
 
 import numpy as np
 import pandas as pd
@@ -8,38 +7,16 @@ import pytest
 from pyterrier_longdoc import FirstP, MaxP, ParadeAttn
 from pyterrier_longdoc.training import best as best_module
 from pyterrier_longdoc.training.best import as_maxp, fit_best, parent_docno, segment_documents
-
-SMALL = dict(max_query_tokens=8, max_doc_tokens=64, max_length=48, window=12, stride=6)
-FILLER = "the a of and to in is red blue green city house door window book paper music song".split()
-
-
-def make_data(n_queries=3, docs_per_query=3, words=40, seed=0):
-    """Each query asks for two animal words; its relevant document holds them at a random place."""
-    rng = random.Random(seed)
-    pairs = [("cat", "dog"), ("bird", "fish"), ("castle", "river"), ("forest", "mountain")]
-    topics, qrels, candidates = [], [], []
-    for i in range(n_queries):
-        qid, (a, b) = f"q{i}", pairs[i % len(pairs)]
-        topics.append((qid, f"{a} {b}"))
-        for j in range(docs_per_query):
-            body = [rng.choice(FILLER) for _ in range(words)]
-            if j == 0:
-                at = rng.randrange(words - 1)
-                body[at:at + 2] = [a, b]
-            docno = f"d{i}-{j}"
-            qrels.append((qid, docno, int(j == 0)))
-            candidates.append((qid, docno, " ".join(body), j))
-    return (pd.DataFrame(topics, columns=["qid", "query"]), pd.DataFrame(qrels, columns=["qid", "docno", "label"]),
-            pd.DataFrame(candidates, columns=["qid", "docno", "text", "rank"]))
+from helpers import SEGMENT_FILLER, SEGMENT_SETTINGS, make_data
 
 
 @pytest.fixture(scope="module")
 def maxp(tiny_bert):
-    return MaxP(tiny_bert, **SMALL)
+    return MaxP(tiny_bert, **SEGMENT_SETTINGS)
 
 
 def test_segments_are_the_model_windows_cut_at_words(maxp):
-    words = " ".join(FILLER[i % len(FILLER)] for i in range(30))  # one token per word
+    words = " ".join(SEGMENT_FILLER[i % len(SEGMENT_FILLER)] for i in range(30))  # one token per word
     seg = segment_documents(maxp, ["d", "empty"], [words, ""])
     doc = seg[seg["docno"] == "d"]
     expected = [" ".join(words.split()[s:s + 12]) for s in range(0, 30 - 12 + 6, 6)]
@@ -68,7 +45,7 @@ def test_as_maxp_keeps_firstp_weights_and_reads_every_window(tiny_bert):
     firstp = FirstP(tiny_bert, max_query_tokens=8, max_doc_tokens=64, max_length=48)
     view = as_maxp(firstp)
     assert view.name == "maxp" and view.model.chunking.max_chunks is None
-    text = " ".join(FILLER[i % len(FILLER)] for i in range(60))
+    text = " ".join(SEGMENT_FILLER[i % len(SEGMENT_FILLER)] for i in range(60))
     segments = segment_documents(firstp, ["d"], [text])["text"].tolist()
     assert len(segments) == 2  # 37-token windows over 60 tokens
     per_segment = firstp.score_texts(["cat dog"] * 2, segments)
@@ -121,7 +98,7 @@ def test_one_best_iteration(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setattr(best_module, "fit", spy)
 
     def factory():
-        models.append(MaxP(tiny_bert, **SMALL))
+        models.append(MaxP(tiny_bert, **SEGMENT_SETTINGS))
         return models[-1]
 
     result = fit_best(factory, topics, qrels, candidates, iterations=2, queries_per_step=2, queries_per_forward=2,
@@ -182,14 +159,14 @@ def test_validation_picks_the_best_iteration_and_stops(tiny_bert, monkeypatch):
 def test_rejects_other_models_and_bad_arguments(tiny_bert):
     topics, qrels, candidates = make_data(n_queries=1, docs_per_query=2, words=10)
     with pytest.raises(ValueError, match="FirstP or MaxP"):
-        fit_best(lambda: ParadeAttn(tiny_bert, **SMALL), topics, qrels, candidates)
+        fit_best(lambda: ParadeAttn(tiny_bert, **SEGMENT_SETTINGS), topics, qrels, candidates)
     with pytest.raises(ValueError, match="iterations"):
-        fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, qrels, candidates, iterations=0)
+        fit_best(lambda: MaxP(tiny_bert, **SEGMENT_SETTINGS), topics, qrels, candidates, iterations=0)
     with pytest.raises(ValueError, match="validation needs"):
-        fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, qrels, candidates, valid_topics=topics)
+        fit_best(lambda: MaxP(tiny_bert, **SEGMENT_SETTINGS), topics, qrels, candidates, valid_topics=topics)
     no_positive = qrels.assign(label=0)
     with pytest.raises(ValueError, match="relevant"):
-        fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, no_positive, candidates)
+        fit_best(lambda: MaxP(tiny_bert, **SEGMENT_SETTINGS), topics, no_positive, candidates)
 
 
 def test_queries_without_a_positive_are_skipped_with_a_warning(tiny_bert, monkeypatch):
@@ -197,7 +174,7 @@ def test_queries_without_a_positive_are_skipped_with_a_warning(tiny_bert, monkey
     seen = []
     monkeypatch.setattr(best_module, "fit", lambda r, t, *a, **k: seen.append(t) or pd.DataFrame({"loss": [0.0]}))
     with pytest.warns(UserWarning, match="1 of 2 training queries"):
-        fit_best(lambda: MaxP(tiny_bert, **SMALL), topics, qrels[qrels["qid"] != "q1"], candidates, iterations=1)
+        fit_best(lambda: MaxP(tiny_bert, **SEGMENT_SETTINGS), topics, qrels[qrels["qid"] != "q1"], candidates, iterations=1)
     assert seen[0]["qid"].tolist() == ["q0"]
 
 

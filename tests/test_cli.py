@@ -12,21 +12,6 @@ TINY = ["--set", "window=12", "stride=6", "max_length=48", "max_query_tokens=8"]
 FAST_FIT = ["--fit", "queries_per_step=2", "lr=1e-3", "seed=3"]
 
 
-@pytest.fixture()
-def trec_files(tmp_path):
-    topics = tmp_path / "topics.txt"
-    topics.write_text("q1\twhat cat\nq2\twhat dog\n")
-    docs = tmp_path / "docs.tsv"
-    rows = {f"{q}-d{j}": "the a of and " * 8 + ("castle " if j == 0 else "house ") * 6
-            for q in ("q1", "q2") for j in range(3)}
-    docs.write_text("".join(f"{docno}\t{text}\n" for docno, text in rows.items()))
-    run = tmp_path / "bm25.run"
-    run.write_text("".join(f"{d[:2]} Q0 {d} {int(d[-1]) + 1} {10 - int(d[-1])} bm25\n" for d in rows))
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("".join(f"{d[:2]} 0 {d} {int(d.endswith('d0'))}\n" for d in rows))
-    return {k: str(v) for k, v in {"topics": topics, "docs": docs, "run": run, "qrels": qrels}.items()}
-
-
 def common(files):
     return ["--topics", files["topics"], "--run", files["run"], "--docs", files["docs"]]
 

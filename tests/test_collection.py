@@ -6,7 +6,6 @@ import pytest
 from pyterrier_longdoc.collection import Collection
 from pyterrier_longdoc.diagnostics import build_far_relevant
 from pyterrier_longdoc.synthetic import make_collection
-from test_diagnostics_far_relevant import corpus  # noqa: F401 - the fixture
 
 POSITION_COLUMNS = ["qid", "docno", "char_start", "char_end"]
 

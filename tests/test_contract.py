@@ -1,12 +1,14 @@
 """The contract every registered model keeps: empty frames, missing columns, columns kept,
-save/load round trips, batch-size and row-order invariance, repr, use in pt.Experiment."""
+save/load round trips, batch-size, row-order and padding invariance, one training step, repr,
+use in pt.Experiment."""
 import numpy as np
-import pandas as pd
 import pytest
 import pyterrier as pt
+import torch
 from pyterrier.measures import nDCG
 
 import pyterrier_longdoc as pl
+from helpers import check_columns_kept, frame
 
 try:  # models that need another backbone than the tiny BERT say how to build theirs
     from zoo_backbones import tiny_backbone_for
@@ -29,19 +31,11 @@ def small_model(name, tiny_bert, tmp_path, **runtime):
     return cls(tiny_bert, **settings, **runtime)
 
 
-def frame():
-    texts = ["the cat sat on the red mat " * n for n in (1, 3, 9, 20)] + ["", "blue river " * 30]
-    rows = [{"qid": q, "query": query, "docno": f"d{i}", "text": t, "extra": i * 10, "label": float(i)}
-            for q, query in (("q1", "red cat"), ("q2", "blue river castle")) for i, t in enumerate(texts)]
-    return pd.DataFrame(rows)
-
-
 MODELS = sorted(pl.registered_models())
 
 
 @pytest.fixture(params=MODELS)
 def model(request, tiny_bert, tmp_path):
-    torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     return small_model(request.param, tiny_bert, tmp_path)
 
@@ -61,20 +55,6 @@ def test_missing_column_names_it_and_the_model(model):
 def test_output_keeps_every_input_column_and_dtype(model):
     inp = frame()
     check_columns_kept(inp, model(inp))
-
-
-def check_columns_kept(inp, out):
-    """``out`` is ``inp`` with ``score`` and ``rank`` added, every column in place with its dtype,
-    ranks following scores (also for RankGPT, tests/test_rankgpt_contract.py)."""
-    assert list(out.columns[:len(inp.columns)]) == list(inp.columns)
-    for column in inp.columns:
-        assert out[column].dtype == inp[column].dtype, column
-    assert out["score"].dtype == np.float64 and out["rank"].dtype.kind == "i"
-    assert len(out) == len(inp)
-    merged = out.set_index(["qid", "docno"]).loc[inp.set_index(["qid", "docno"]).index]
-    assert (merged["extra"].values == inp["extra"].values).all()
-    for _, group in out.groupby("qid"):  # ranks follow scores within each query
-        assert (group.sort_values("rank")["score"].diff().dropna() <= 0).all()
 
 
 def test_save_load_round_trip_gives_identical_scores(model, tmp_path):
@@ -98,6 +78,32 @@ def test_batch_size_and_row_order_do_not_change_scores(model):
     # score that adds many windows (SumP)
     np.testing.assert_allclose(single.loc[reference.index], reference, atol=1e-5, rtol=1e-6)
     np.testing.assert_allclose(shuffled.loc[reference.index], reference, atol=1e-5, rtol=1e-6)
+
+
+def test_a_score_does_not_depend_on_the_batch_or_its_padding(model):
+    """A document scored alone (no padding) and beside a long one (its sequences padded to the
+    long one's length, in one batch) gets the same score."""
+    texts = list(frame()["text"].unique())
+    longest = max(texts, key=len)
+    model.batch_size = 64  # every sequence of a call in one batch
+    alone = np.array([model.score_texts(["red cat"], [text])[0] for text in texts])
+    beside_the_longest = np.array([model.score_texts(["red cat", "red cat"], [text, longest])[0] for text in texts])
+    # another batch shape is another GEMM, rounded otherwise by oneDNN
+    np.testing.assert_allclose(beside_the_longest, alone, rtol=1e-5, atol=1e-5)
+
+
+def test_one_training_step_gives_a_finite_loss_and_changes_weights(model):
+    inp = frame()
+    candidates = inp.assign(rank=inp.groupby("qid").cumcount())
+    topics = inp[["qid", "query"]].drop_duplicates()
+    qrels = inp.assign(label=(inp["docno"] == "d3").astype(int))[["qid", "docno", "label"]]
+    before = {name: p.detach().clone() for name, p in model.model.named_parameters() if p.requires_grad}
+    history = model.fit(topics, qrels, candidates, epochs=1, queries_per_step=2, negatives=1, lr=1e-3, head_lr=1e-2,
+                        warmup=0.0)
+    assert len(history) == 1 and np.isfinite(history["loss"]).all(), history
+    after = dict(model.model.named_parameters())
+    changed = [name for name, value in before.items() if not torch.equal(value, after[name].detach())]
+    assert changed, f"no trainable parameter of {type(model).__name__} changed in one step"
 
 
 def test_repr_rebuilds_the_call(model):

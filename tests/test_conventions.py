@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._weights import saved_names
-from test_training import FAST, new_model, toy_task
+from helpers import FAST, new_model, toy_task
 
 
 def first_stage(candidates: pd.DataFrame) -> pt.Transformer:

@@ -11,27 +11,14 @@ import torch
 
 import pyterrier_longdoc as pl
 from cross_encoders import ARCHITECTURES, LAYOUTS, predict, write_cross_encoder
+from helpers import CROSS_ENCODER_SETTINGS, LONG_DOCS, QUERIES, window_texts
 
-SETTINGS = dict(window=12, stride=6, max_doc_tokens=48, max_query_tokens=8)
-QUERIES = ["castle river", "red dog", "what is music", "green door"]
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer", "the green door of the house"]
-# words of the tiny vocabulary only, so that a window's text, written back, tokenizes to the same ids
-LONG = ["the city of the castle and the river and the mountain forest house door window book paper " * 2,
-        "a red dog in the house and the blue bird and the green fish of the city " * 2,
-        "music song answer question alpha beta gamma of the river castle " * 2,
-        "the green door " * 9]
 
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
 def cross_encoder(request, tmp_path_factory):
     return write_cross_encoder(tmp_path_factory.mktemp(request.param), request.param)
-
-
-def window_texts(model, query: str, text: str) -> list[str]:
-    """The texts of the windows the model reads of ``text``, as the tokenizer writes them back."""
-    tokenizer = model.model.tokenizer
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    return [tokenizer.decode(ids[s:e]) for s, e in model.chunk_spans(text)]
 
 
 def test_firstp_on_a_one_window_document_equals_cross_encoder_predict(cross_encoder):
@@ -44,9 +31,9 @@ def test_firstp_on_a_one_window_document_equals_cross_encoder_predict(cross_enco
 
 
 def test_maxp_sump_and_kmax_equal_predict_over_the_same_windows(cross_encoder):
-    models = {cls: cls(cross_encoder, **SETTINGS) for cls in (pl.MaxP, pl.SumP, pl.KMaxAvgP)}
+    models = {cls: cls(cross_encoder, **CROSS_ENCODER_SETTINGS) for cls in (pl.MaxP, pl.SumP, pl.KMaxAvgP)}
     maxp = models[pl.MaxP]
-    for query, text in zip(QUERIES, LONG):
+    for query, text in zip(QUERIES, LONG_DOCS):
         windows = window_texts(maxp, query, text)
         assert len(windows) > 2
         per_window = predict(cross_encoder, [(query, w) for w in windows])
@@ -84,18 +71,18 @@ def test_two_labels_score_the_logit_difference(tmp_path):
 def test_export_gives_a_cross_encoder_with_the_same_window_scores(tmp_path, arch):
     from transformers import AutoModelForSequenceClassification
 
-    maxp = pl.MaxP(str(write_cross_encoder(tmp_path / "in", arch, seed=3)), **SETTINGS)
+    maxp = pl.MaxP(str(write_cross_encoder(tmp_path / "in", arch, seed=3)), **CROSS_ENCODER_SETTINGS)
     with torch.no_grad():  # as if trained: the weights are no longer the checkpoint's
         for parameter in maxp.model.parameters():
             parameter.add_(torch.randn_like(parameter) * 0.01)
     maxp.save_cross_encoder(tmp_path / "out")
-    query, text = QUERIES[0], LONG[0]
+    query, text = QUERIES[0], LONG_DOCS[0]
     per_window = predict(tmp_path / "out", [(query, w) for w in window_texts(maxp, query, text)])
     np.testing.assert_allclose(maxp.score_texts([query], [text]), [per_window.max()], atol=1e-5, rtol=0)
     loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path / "out")
     assert type(loaded).__name__.endswith("ForSequenceClassification")
     # and the export starts a model again, with the head it was trained to
-    again = pl.MaxP(str(tmp_path / "out"), **SETTINGS)
+    again = pl.MaxP(str(tmp_path / "out"), **CROSS_ENCODER_SETTINGS)
     np.testing.assert_allclose(again.score_texts([query], [text]), maxp.score_texts([query], [text]), atol=1e-5)
 
 
@@ -124,10 +111,10 @@ def test_models_with_their_own_new_head_warn_even_over_a_cross_encoder(tmp_path)
 
 def test_the_head_survives_a_save_and_load_round_trip(tmp_path):
     folder = write_cross_encoder(tmp_path / "ce", "deberta-v2")
-    maxp = pl.MaxP(str(folder), **SETTINGS)
+    maxp = pl.MaxP(str(folder), **CROSS_ENCODER_SETTINGS)
     maxp.save_pretrained(tmp_path / "saved")
     loaded = pl.LongDocReranker.from_pretrained(tmp_path / "saved")
-    np.testing.assert_allclose(loaded.score_texts(QUERIES, LONG), maxp.score_texts(QUERIES, LONG), atol=1e-6)
+    np.testing.assert_allclose(loaded.score_texts(QUERIES, LONG_DOCS), maxp.score_texts(QUERIES, LONG_DOCS), atol=1e-6)
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(tmp_path / "saved")  # transformers reads the saved config

@@ -1,32 +1,11 @@
 """FarRelevant builder: placement invariants, exact offsets, determinism, candidates, bad input."""
 from collections import namedtuple
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from pyterrier_longdoc.diagnostics import build_far_relevant, positional_bias
-
-N_QUERIES = 12
-
-
-def _corpus(seed: int = 7, n_passages: int = 300) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Synthetic passages of random made-up words; query i is judged on passage i only."""
-    rng = np.random.default_rng(seed)
-    letters = list("abcdefghiklmnoprstuvy")
-    vocab = ["".join(rng.choice(letters, size=int(rng.integers(2, 9)))) for _ in range(2000)]
-    texts = [" ".join(rng.choice(vocab, size=int(rng.integers(20, 70)))) + "." for _ in range(n_passages)]
-    passages = pd.DataFrame({"docno": [f"p{i}" for i in range(n_passages)], "text": texts})
-    queries = pd.DataFrame(
-        {"qid": [f"q{i}" for i in range(N_QUERIES)], "query": [" ".join(texts[i].split()[:4]) for i in range(N_QUERIES)]}
-    )
-    qrels = pd.DataFrame({"qid": queries["qid"], "docno": [f"p{i}" for i in range(N_QUERIES)], "label": 1})
-    return passages, queries, qrels
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return _corpus()
+from helpers import FAR_RELEVANT_QUERIES
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +32,7 @@ def test_builder_invariants(corpus, request, variant, use_minilm):
     count = _reference_counter(tokenizer)
     texts = dict(zip(passages["docno"], passages["text"]))
     docs = dict(zip(coll.documents["docno"], coll.documents["text"]))
-    assert len(coll.documents) == len(coll.qrels) == len(coll.positions) == N_QUERIES
+    assert len(coll.documents) == len(coll.qrels) == len(coll.positions) == FAR_RELEVANT_QUERIES
     assert coll.skipped.empty
     for row in coll.positions.itertuples():
         doc = docs[row.docno]
@@ -66,7 +45,7 @@ def test_builder_invariants(corpus, request, variant, use_minilm):
         else:
             assert row.token_end <= 512
         # fillers are never relevant to any query
-        assert all(texts[f"p{i}"] not in doc for i in range(N_QUERIES) if f"p{i}" != row.passage_docno)
+        assert all(texts[f"p{i}"] not in doc for i in range(FAR_RELEVANT_QUERIES) if f"p{i}" != row.passage_docno)
     assert (coll.qrels["docno"] == coll.positions["docno"]).all()
 
 
@@ -78,7 +57,7 @@ def test_near_and_far_hold_the_same_passages(corpus):
     assert (far.positions["doc_tokens"] == near.positions["doc_tokens"]).all()
     # the table of the papers' Figure 1 sees the difference directly
     assert positional_bias(far.positions)["start_count"].iloc[0] == 0
-    assert positional_bias(near.positions)["end_count"].iloc[0] == N_QUERIES
+    assert positional_bias(near.positions)["end_count"].iloc[0] == FAR_RELEVANT_QUERIES
 
 
 def test_candidates(corpus):
@@ -169,7 +148,7 @@ def test_loads_an_ir_datasets_collection(corpus, monkeypatch):
 
     monkeypatch.setattr(ir_datasets, "load", lambda dataset_id: FakeDataset())
     coll = build_far_relevant("fake/passages", max_passages=200)
-    assert len(coll.documents) == N_QUERIES and coll.skipped.empty
+    assert len(coll.documents) == FAR_RELEVANT_QUERIES and coll.skipped.empty
 
 
 def test_queries_without_relevant_passage_are_skipped(corpus):
@@ -179,7 +158,7 @@ def test_queries_without_relevant_passage_are_skipped(corpus):
     with pytest.warns(UserWarning, match=r"skipped 2 of 14 queries \(2 with no relevant passage\)"):
         coll = build_far_relevant(passages, pd.concat([queries, extra]), qrels)
     assert sorted(coll.skipped["qid"]) == ["lost", "unknown"]
-    assert len(coll.documents) == N_QUERIES
+    assert len(coll.documents) == FAR_RELEVANT_QUERIES
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="no document could be built"):
         build_far_relevant(passages, extra, qrels)
 
@@ -189,7 +168,7 @@ def test_not_enough_non_relevant_passages(corpus):
     with pytest.raises(ValueError, match="not enough non-relevant passages"):
         build_far_relevant(passages.iloc[:20], queries, qrels)
     with pytest.raises(ValueError, match="not enough non-relevant passages"):
-        build_far_relevant(passages.iloc[:N_QUERIES], queries, qrels)
+        build_far_relevant(passages.iloc[:FAR_RELEVANT_QUERIES], queries, qrels)
 
 
 def test_relevant_passage_longer_than_budget(corpus):
@@ -220,7 +199,7 @@ def test_tokenizer_not_additive_over_passages_is_caught(corpus):
     [
         (dict(variant="middle"), "variant must be one of"),
         (dict(first_tokens=512, max_doc_tokens=512), "first_tokens < max_doc_tokens"),
-        (dict(negatives=N_QUERIES), "only 11 other documents"),
+        (dict(negatives=FAR_RELEVANT_QUERIES), "only 11 other documents"),
         (dict(negatives=-1), "must be >= 0"),
         (dict(seed=-1), "non-negative integer"),
         (dict(separator=" | "), "separator must be"),

@@ -14,8 +14,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import pyterrier_longdoc as pl
-from test_training import SETTINGS, interrupted_and_resumed, toy_task, weights
-from test_training import new_model as task_model
+from helpers import TOY_SETTINGS, interrupted_and_resumed, toy_task, weights
+from helpers import new_model as task_model  # this module has a new_model of its own
 
 # 7 queries, 3 a step: rank 0 takes 2 queries and rank 1 one, and each epoch's last step has a
 # single query, which leaves rank 1 none
@@ -28,7 +28,7 @@ NORMS = dict(max_grad_norm=1e9)
 
 def new_model(tiny_bert):
     torch.manual_seed(0)
-    return pl.ParadeAttn(tiny_bert, window=12, stride=6, **SETTINGS)
+    return pl.ParadeAttn(tiny_bert, window=12, stride=6, **TOY_SETTINGS)
 
 
 @contextlib.contextmanager
@@ -62,7 +62,7 @@ def count_communication(counts: Counter) -> None:
 def train_in_process(rank, world, port, tiny_bert, out):
     with process_group(rank, world, port):
         torch.manual_seed(rank)  # a different fresh head in each process: fit must share rank 0's
-        model = pl.ParadeAttn(tiny_bert, window=12, stride=6, **SETTINGS)
+        model = pl.ParadeAttn(tiny_bert, window=12, stride=6, **TOY_SETTINGS)
         if rank == 0:
             model.model.load_state_dict(new_model(tiny_bert).model.state_dict())
         counts = Counter()

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import random_dictionary
 
-from test_foldoc import random_dictionary
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn", "zero-shot FirstP", "zero-shot MaxP",

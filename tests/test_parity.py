@@ -12,7 +12,7 @@ import torch
 
 import pyterrier_longdoc as pl
 from cross_encoders import write_cross_encoder
-from test_training import FAST, new_model, toy_task
+from helpers import FAST, new_model, toy_task
 
 QUERIES = ["castle river", "red dog", "what is music"]
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer"]

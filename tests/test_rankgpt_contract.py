@@ -11,7 +11,7 @@ from pyterrier.measures import nDCG
 import pyterrier_longdoc as pl
 from chat_server import ChatServer, by_overlap
 from pyterrier_longdoc.listwise import ChatBackend, OpenAIChat, RankGPT, Reply
-from test_contract import check_columns_kept, frame
+from helpers import check_columns_kept, frame
 
 
 class OverlapChat(ChatBackend):

@@ -4,7 +4,7 @@ import pytest
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import TrainingArguments, document_passage_triples, train_long_document_ranker
-from test_training import SETTINGS, toy_task
+from helpers import TOY_SETTINGS, toy_task
 
 FILLER = " ".join(f"word{i}" for i in range(40))
 
@@ -40,7 +40,7 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     model, report = train_long_document_ranker(
         pl.MaxP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path, args=args,
         passage_options=dict(steps=3, batch_size=4, max_length=48),
-        model_options=dict(SETTINGS, window=12, stride=6), dtype="fp32")
+        model_options=dict(TOY_SETTINGS, window=12, stride=6), dtype="fp32")
     assert isinstance(model, pl.MaxP) and model.history is not None
     passage, document = report["passage stage"], report["document stage"]
     assert passage["steps"] == 3 and passage["triples"] > 0 and passage["loss_first"] is not None
@@ -49,5 +49,5 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert document["seconds"] > 0 and passage["cpu_seconds"] > 0
     skipped, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, candidates,
                                                  output_dir=tmp_path / "again", args=args, passages=False,
-                                                 model_options=SETTINGS, dtype="fp32")
+                                                 model_options=TOY_SETTINGS, dtype="fp32")
     assert "passage stage" not in report and not (tmp_path / "again").exists()

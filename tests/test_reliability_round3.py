@@ -17,10 +17,7 @@ from pyterrier_longdoc.training.checkpoints import checkpoints
 from pyterrier_longdoc.training.arguments import fit_option_defaults
 from pyterrier_longdoc.training.sampling import training_data
 from cross_encoders import write_cross_encoder
-from test_best import SMALL, make_data
-from test_cli import trec_files  # noqa: F401 - a fixture
-from test_reliability_training import Interrupt, resumes_past_damage, run_to_step
-from test_training import FAST, new_model, toy_task
+from helpers import FAST, Interrupt, SEGMENT_SETTINGS, make_data, new_model, resumes_past_damage, run_to_step, toy_task
 
 DOCS = ["the castle by the river is red " * 3, "a dog in the house", "music song answer"]
 
@@ -63,7 +60,7 @@ def test_fit_best_follows_the_same_rule(tiny_bert):
                         ("conflicting", pd.concat([qrels, positives.assign(label=0)]))]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = fit_best(lambda: pl.MaxP(tiny_bert, **SMALL), topics, given, candidates, iterations=1,
+            result = fit_best(lambda: pl.MaxP(tiny_bert, **SEGMENT_SETTINGS), topics, given, candidates, iterations=1,
                               queries_per_step=3, queries_per_forward=3, seed=1)
         assert not [w for w in caught if "skipped" in str(w.message)], name
         runs[name] = result.iterations["segments"].tolist()

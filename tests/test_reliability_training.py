@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
-import torch
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training.checkpoints import checkpoints
-from test_training import FAST, new_model, toy_task
+from helpers import FAST, Interrupt, new_model, resumes_past_damage, run_to_step, toy_task
 
 
 def no_step(row):
@@ -176,36 +175,6 @@ def test_restart_discards_the_checkpoints_and_trains_from_the_first_step(tiny_be
 
 
 # --- item 7: damaged checkpoints ---
-
-class Interrupt(Exception):
-    pass
-
-
-def run_to_step(tiny_bert, data, path, steps, stop_at=None, **options):
-    """Two epochs of 3 steps, a checkpoint after every step; interrupted after step ``stop_at``."""
-    def stop(row):
-        if row["step"] == stop_at:
-            raise Interrupt
-
-    return new_model(tiny_bert).fit(*data, checkpoint_dir=path, callback=stop, **{
-        **FAST, "queries_per_step": 1, "checkpoint_every": 1, "epochs": 2, **options})
-
-
-def resumes_past_damage(tiny_bert, data, tmp_path, damage, expected: str) -> None:
-    """``damage(folder)`` on the newest of two checkpoints: resuming warns (``expected`` names the
-    problem), falls back to the older one, and ends with the model of an uninterrupted run."""
-    run_to_step(tiny_bert, data, tmp_path / "straight", 6)
-    reference = pl.LongDocReranker.from_pretrained(tmp_path / "straight" / "step-000006")
-    with pytest.raises(Interrupt):
-        run_to_step(tiny_bert, data, tmp_path / "run", 6, stop_at=4)
-    assert [p.name for p in checkpoints(tmp_path / "run")] == ["step-000003", "step-000004"]
-    damage(tmp_path / "run" / "step-000004")
-    with pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{expected}.*resumed from .*step-000003"):
-        history = run_to_step(tiny_bert, data, tmp_path / "run", 6)
-    assert len(history) == 6
-    resumed = pl.LongDocReranker.from_pretrained(tmp_path / "run" / "step-000006")
-    for (name, a), b in zip(reference.model.state_dict().items(), resumed.model.state_dict().values()):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
 
 
 @pytest.mark.parametrize("damage", ["training_state.safetensors", "trainer_state.json", "model.safetensors"])

@@ -12,7 +12,7 @@ import torch
 
 import pyterrier_longdoc as pl
 from cross_encoders import predict, write_cross_encoder
-from test_cross_encoders import LONG, QUERIES, SETTINGS, window_texts
+from helpers import CROSS_ENCODER_SETTINGS, LONG_DOCS, QUERIES, window_texts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "version-0.2.0"
 
@@ -28,21 +28,21 @@ def trained(model):
 def test_a_saved_window_scorer_is_the_cross_encoder_it_claims(tmp_path, arch, num_labels):
     from transformers import AutoModelForSequenceClassification
 
-    maxp = trained(pl.MaxP(str(write_cross_encoder(tmp_path / "ce", arch, num_labels=num_labels)), **SETTINGS))
+    maxp = trained(pl.MaxP(str(write_cross_encoder(tmp_path / "ce", arch, num_labels=num_labels)), **CROSS_ENCODER_SETTINGS))
     maxp.save_pretrained(tmp_path / "saved")
     config = json.loads((tmp_path / "saved" / "config.json").read_text())
     assert len(config["architectures"]) == 1 and config["architectures"][0].endswith("ForSequenceClassification")
     loaded, info = AutoModelForSequenceClassification.from_pretrained(tmp_path / "saved", output_loading_info=True)
     assert type(loaded).__name__ == config["architectures"][0]
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
-    for query, text in zip(QUERIES, LONG):
+    for query, text in zip(QUERIES, LONG_DOCS):
         windows = window_texts(maxp, query, text)
         logits = predict(tmp_path / "saved", [(query, w) for w in windows])
         per_window = logits[:, 1] - logits[:, 0] if num_labels == 2 else logits
         np.testing.assert_allclose(maxp.score_texts([query], [text]), [per_window.max()], atol=1e-5, rtol=0)
     assert "The folder is also a cross-encoder" in (tmp_path / "saved" / "README.md").read_text()
     again = pl.LongDocReranker.from_pretrained(tmp_path / "saved")
-    np.testing.assert_allclose(again.score_texts(QUERIES, LONG), maxp.score_texts(QUERIES, LONG), atol=1e-6)
+    np.testing.assert_allclose(again.score_texts(QUERIES, LONG_DOCS), maxp.score_texts(QUERIES, LONG_DOCS), atol=1e-6)
 
 
 @pytest.mark.parametrize("cls", [pl.ParadeAttn, pl.AvgP, pl.CedrKnrm])
@@ -62,7 +62,7 @@ def test_any_other_saved_model_claims_only_its_encoder(tmp_path, cls):
             torch.testing.assert_close(value, mine[name], rtol=0, atol=0, msg=name)
     assert len(set(encoder.state_dict()) & set(mine)) == len(mine)
     again = pl.LongDocReranker.from_pretrained(tmp_path / "saved")
-    np.testing.assert_allclose(again.score_texts(QUERIES, LONG), model.score_texts(QUERIES, LONG), atol=1e-6)
+    np.testing.assert_allclose(again.score_texts(QUERIES, LONG_DOCS), model.score_texts(QUERIES, LONG_DOCS), atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["maxp", "parade_attn"])
@@ -87,4 +87,4 @@ def test_longp_pooling_otherwise_than_its_architecture_claims_only_its_encoder(t
         model.save_pretrained(tmp_path / pooling)
         assert json.loads((tmp_path / pooling / "config.json").read_text())["architectures"] == [architecture]
         again = pl.LongDocReranker.from_pretrained(tmp_path / pooling)
-        np.testing.assert_allclose(again.score_texts(QUERIES, LONG), model.score_texts(QUERIES, LONG), atol=1e-6)
+        np.testing.assert_allclose(again.score_texts(QUERIES, LONG_DOCS), model.score_texts(QUERIES, LONG_DOCS), atol=1e-6)

@@ -10,7 +10,7 @@ from pyterrier_longdoc.training import TrainingArguments
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
 from pyterrier_longdoc.training.sampling import split_validation
 from pyterrier_longdoc.training.selection import TrainingBelowStartWarning
-from test_training import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
+from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 VALID = dict(valid_metric="RR@10")
 

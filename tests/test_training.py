@@ -11,38 +11,7 @@ import torch
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import ListwiseSoftmaxLoss, MarginLoss
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
-
-SETTINGS = dict(max_doc_tokens=64, max_query_tokens=8, max_length=48)
-FILLER = "the a of and to in is " * 6  # 42 tokens: the decisive words sit beyond what FirstP reads (37)
-
-
-def toy_task(n_queries=8, docs_per_query=4):
-    """Relevant documents say "castle" late; FirstP cannot see it, the chunk aggregations can."""
-    topics = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
-                           "query": [f"what {w}" for w in "cat dog bird fish red blue green river".split()[:n_queries]]})
-    rows, qrels = [], []
-    for i, qid in enumerate(topics["qid"]):
-        for j in range(docs_per_query):
-            docno = f"{qid}-d{j}"
-            rows.append({"qid": qid, "query": topics["query"][i], "docno": docno, "rank": j, "score": -j,
-                         "text": FILLER + ("castle " if j == 2 else "house ") * 12})
-            qrels.append({"qid": qid, "docno": docno, "label": int(j == 2)})
-    return topics, pd.DataFrame(qrels), pd.DataFrame(rows)
-
-
-def new_model(tiny_bert, cls=pl.MaxP, **runtime):
-    torch.manual_seed(0)
-    windows = dict(window=12, stride=6) if cls.defaults.get("window") else {}
-    return cls(tiny_bert, **SETTINGS, **windows, **runtime)
-
-
-FAST = dict(lr=3e-3, head_lr=3e-2, queries_per_step=4, warmup=0.0)
-
-
-def train_toy(model, **options):
-    topics, qrels, candidates = toy_task()
-    return model.fit(topics, qrels, candidates, **{**FAST, "epochs": 6, **options}, valid_topics=topics,
-                     valid_qrels=qrels, valid_candidates=candidates, valid_metric="RR@10")
+from helpers import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
 
 
 @pytest.mark.parametrize("cls", [pl.SumP, pl.ParadeAttn, pl.ParadeAvg])
@@ -102,22 +71,6 @@ def test_queries_without_positives_or_negatives_are_skipped_and_said(tiny_bert):
         new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
     with pytest.raises(ValueError, match="no training query has both"):
         new_model(tiny_bert).fit(topics, qrels.assign(label=0), candidates, **FAST)
-
-
-def weights(model):
-    return {k: v.detach().clone() for k, v in model.model.state_dict().items()}
-
-
-class Interrupt(Exception):
-    pass
-
-
-def stop_at(step):
-    """A callback that interrupts training after optimiser step ``step``."""
-    def callback(row):
-        if row["step"] == step:
-            raise Interrupt
-    return callback
 
 
 def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
@@ -261,31 +214,6 @@ def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_ber
     stepped = [i for i in range(1, len(after)) if not all(torch.equal(after[i - 1][k], after[i][k]) for k in after[i])]
     assert stepped and 3 not in stepped  # the other steps that did not overflow were taken
     assert all(torch.isfinite(v).all() for v in after[-1].values())
-
-
-def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, runtime=None, task=None, **options):
-    """(the model trained straight through, the model stopped after step ``stop_at`` and resumed
-    from its checkpoint in a fresh model with a fresh RNG state, as a new process would, and
-    their histories)."""
-    topics, qrels, candidates = toy_task(**(task or {}))
-    options = dict(checkpoint_every=1, **options)
-    straight = new_model(tiny_bert, cls, **(runtime or {}))
-    full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
-
-    class Interrupt(Exception):
-        pass
-
-    def stop(row):
-        if row["step"] == stop_at:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        new_model(tiny_bert, cls, **(runtime or {})).fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed",
-                                                         callback=stop, **options)
-    resumed = new_model(tiny_bert, cls, **(runtime or {}))
-    torch.manual_seed(1234)
-    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
-    return straight, resumed, full_history, history
 
 
 def test_the_loss_scale_and_clipping_resume_exactly(tiny_bert, tmp_path):
