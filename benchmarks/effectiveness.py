@@ -178,9 +178,11 @@ def passage_stage(backbone: str, triples: pd.DataFrame, directory: Path, options
     """The passage stage (reused when the same stage was run before); its folder and CPU minutes."""
     from pyterrier_longdoc.training import train_passage_ranker
 
-    options = {**options, "seed": 0, "bf16": dtype == "bf16"}
+    options = {**options, "seed": 0, "dtype": dtype}
     content = zlib.crc32("\n".join(triples["query"] + "\t" + triples["positive"] + "\t" + triples["negative"]).encode())
-    stamp = {"backbone": str(backbone), "triples": len(triples), "crc32": content, **options}
+    # the stamp of earlier runs, which named the precision by a bf16 flag: their stages are reused
+    stamp = {"backbone": str(backbone), "triples": len(triples), "crc32": content,
+             **{k: v for k, v in options.items() if k != "dtype"}, "bf16": dtype == "bf16"}
     record = directory / "passage-stage.json"
     if record.exists() and json.loads(record.read_text())["stamp"] == stamp:
         print(f"(passage stage reused from {directory})")
