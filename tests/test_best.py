@@ -80,7 +80,7 @@ def test_as_maxp_is_built_by_build_model_with_the_scores_of_a_hand_built_maxp(ti
                            Chunking(**{k: v for k, v in settings.items() if k in CHUNKING_SETTINGS}))
     expected = MaxP.from_model(by_hand, dataclasses.replace(firstp.config, model="maxp", settings=settings))
     assert view.settings == expected.settings and view.model.chunking == expected.model.chunking
-    text = " ".join(FILLER[i % len(FILLER)] for i in range(60))
+    text = " ".join(SEGMENT_FILLER[i % len(SEGMENT_FILLER)] for i in range(60))
     queries, texts = ["cat dog", "red city"], [text, text[:90]]
     np.testing.assert_array_equal(view.score_texts(queries, texts), expected.score_texts(queries, texts))
     assert np.ptp(view.score_texts(["cat dog"] * 2, [text, text[:40]])) > 0  # the scores tell texts apart
