@@ -22,6 +22,12 @@ AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloa
 CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping")
 
 
+def unknown_dtype(value) -> ValueError:
+    """The error for a dtype name no entry point knows."""
+    return ValueError(f"unknown dtype {value!r}; use one of {sorted(AUTOCAST_DTYPES)}, 'auto', 'int8' or a "
+                      "torch.dtype")
+
+
 @dataclasses.dataclass
 class Runtime:
     """Where and how a model runs; none of it is saved with the model. Every option is checked
@@ -64,8 +70,7 @@ class Runtime:
     def _check_dtype(value) -> None:
         if value is None or isinstance(value, torch.dtype) or value in ("auto", "int8", *AUTOCAST_DTYPES):
             return
-        raise ValueError(f"unknown dtype {value!r}; use one of {sorted(AUTOCAST_DTYPES)}, 'auto', 'int8' or a "
-                         "torch.dtype")
+        raise unknown_dtype(value)
 
     @staticmethod
     def _check_device(value) -> None:
@@ -143,8 +148,7 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if isinstance(dtype, torch.dtype):
         dtype = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, dtype)
     if dtype not in AUTOCAST_DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(AUTOCAST_DTYPES)}, 'auto', 'int8' or a "
-                         "torch.dtype")
+        raise unknown_dtype(dtype)
     resolved = AUTOCAST_DTYPES[dtype]
     if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
         warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
