@@ -16,14 +16,14 @@ from ._text import replace_lone_surrogates
 def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
     """``frame`` itself when it is a DataFrame with ``columns``; a clear error otherwise."""
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{name} must be a DataFrame with columns {columns}, got {_kind(frame)}{_call_hint(frame)}")
+        raise TypeError(f"{name} must be a DataFrame with columns {columns}, got {kind_of(frame)}{_call_hint(frame)}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(f"{name} needs columns {columns}; missing {missing} (it has {list(frame.columns)})")
     return frame
 
 
-def _kind(value) -> str:
+def kind_of(value) -> str:
     return f"a pt.Transformer ({type(value).__name__})" if _is_pipeline(value) else type(value).__name__
 
 

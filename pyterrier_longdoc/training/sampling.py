@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import column_texts, numeric_column, require_frame, sort_results
+from .._frames import column_texts, kind_of, numeric_column, require_frame, sort_results
 
 TextLookup = Callable[[list[str]], list[str]]
 
@@ -31,11 +31,7 @@ def as_frame(candidates, topics: pd.DataFrame, name: str = "candidates") -> pd.D
             raise TypeError(f"{name}: the pipeline {candidates!r} returned a {type(frame).__name__}, not a DataFrame")
         return frame
     raise TypeError(f"{name} must be a result DataFrame (qid, docno, rank or score) or a pt.Transformer that "
-                    f"retrieves them for the topics, got {_kind(candidates)}")
-
-
-def _kind(value) -> str:
-    return f"a pt.Transformer ({type(value).__name__})" if isinstance(value, pt.Transformer) else type(value).__name__
+                    f"retrieves them for the topics, got {kind_of(candidates)}")
 
 
 TEXT_FORMS = ("a pt.Transformer adding the text column to a frame of docnos (e.g. pt.text.get_text(dataset, "
