@@ -27,7 +27,7 @@ setup(
         "pandas",
         "numpy",
         "ir_measures",
-        "ir_datasets",
+        "ir_datasets>=0.5.6",  # older releases point at MS MARCO links that no longer work
         "matplotlib",
     ],
     extras_require={

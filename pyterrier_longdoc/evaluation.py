@@ -5,11 +5,17 @@ each query's metric over the seeds, and only then run significance tests (paired
 against a baseline; the tables show each model's value with its relative gain over FirstP,
 e.g. ``0.416 (+5.5%)``. :func:`multi_seed_experiment` does exactly that on top of
 ``pt.Experiment``.
+
+Three helpers read one comparison over queries: :func:`per_query_values` (one column per system),
+:func:`mean_interval` (a mean with its t-interval) and :func:`queries_needed` (how many queries a
+paired test needs for a difference of a given size).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -294,3 +300,35 @@ def _gains(table: pd.DataFrame, measures: list[str], base: str | None, firstp, p
 
 
 __all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain"]
+
+
+def per_query_values(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.DataFrame:
+    """One row per query of ``topics``, one column per run of ``runs`` (name -> result frame, in
+    that order): the runs' per-query values of ``measure``, from ``pt.Experiment(perquery=True)``."""
+    frame = pt.Experiment(list(runs.values()), topics, qrels, [measure], names=list(runs), perquery=True)
+    return frame.pivot_table(index="qid", columns="name", values="value")[list(runs)]
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean of ``values`` (missing ones dropped) and its t-based
+    confidence interval, e.g. of per-query differences between two systems."""
+    from scipy import stats
+
+    values = pd.Series(values, dtype=float).dropna()
+    if len(values) < 2:
+        raise ValueError(f"an interval needs at least 2 values, got {len(values)}")
+    mean = float(values.mean())
+    half = float(stats.t.ppf((1 + confidence) / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
+    return mean, mean - half, mean + half
+
+
+def queries_needed(difference: float, sd_of_differences: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Queries a paired test needs to detect a mean difference of ``difference`` (two-sided
+    ``alpha``, with probability ``power``) when the per-query differences have standard deviation
+    ``sd_of_differences``: the normal approximation ``n = ((z(1 - alpha/2) + z(power)) sd / d)^2``."""
+    from scipy import stats
+
+    if difference <= 0 or sd_of_differences < 0:
+        raise ValueError(f"difference must be > 0 and sd_of_differences >= 0, got {difference}, {sd_of_differences}")
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    return math.ceil((z * sd_of_differences / difference) ** 2)

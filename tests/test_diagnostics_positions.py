@@ -108,3 +108,17 @@ def test_bad_input(token_spans, documents, tmp_path):
         positional_bias(token_spans.iloc[:0])
     with pytest.raises(ValueError, match="not a positional_bias table"):
         plot_positional_bias(token_spans, tmp_path / "x.png")
+
+
+def test_published_positions_are_the_papers_table():
+    from pyterrier_longdoc.diagnostics import published_positions
+
+    table = published_positions()
+    assert table["chunk"].tolist() == ["1", "2", "3", "4", "5", "6", "6+"]
+    assert table["tokens"].iloc[0] == "0-476" and table["tokens"].iloc[-1] == "2862+"
+    shares = table.drop(columns=["chunk", "tokens"])
+    assert ((shares.sum() - 100).abs() <= 0.15).all()  # each distribution sums to 100, up to rounding
+    # the finding: most first relevant passages start in the chunk FirstP reads
+    assert (shares.filter(like="start").iloc[0] > 80).all()
+    assert table.loc[0, "MS MARCO dev: start %"] == 85.9 and table.loc[0, "TREC DL 2019 (FIRA): end %"] == 76.4
+    assert "Table 2" in table.attrs["source"] and "aedc980" in table.attrs["source"]

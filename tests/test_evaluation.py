@@ -146,3 +146,27 @@ def test_format_gain():
     assert format_gain(0.416, 0.39431) == "0.416 (+5.5%)"
     assert format_gain(0.3, 0.0) == "0.300"
     assert format_gain(0.41234, 0.41234, precision=4) == "0.4123 (+0.0%)"
+
+
+def test_comparison_statistics_over_queries():
+    from pyterrier.measures import RR
+
+    from pyterrier_longdoc.evaluation import mean_interval, per_query_values, queries_needed
+
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["a", "b"]})
+    qrels = pd.DataFrame({"qid": ["1", "2"], "docno": ["d1", "d2"], "label": [1, 1]})
+    good = pd.DataFrame({"qid": ["1", "1", "2", "2"], "docno": ["d1", "x", "d2", "x"], "score": [2.0, 1.0, 2.0, 1.0]})
+    bad = good.assign(score=[1.0, 2.0, 1.0, 2.0])
+    values = per_query_values({"good": good, "bad": bad}, topics, qrels, RR)
+    assert list(values.columns) == ["good", "bad"] and list(values.index) == ["1", "2"]
+    assert values["good"].tolist() == [1.0, 1.0] and values["bad"].tolist() == [0.5, 0.5]
+
+    mean, low, high = mean_interval([1.0, 2.0, 3.0, None])  # the missing value is dropped
+    assert mean == 2.0 and abs((high - mean) - 4.302653 * 1.0 / 3 ** 0.5) < 1e-5  # t(0.975, 2 df) sd / sqrt(n)
+    with pytest.raises(ValueError, match="at least 2"):
+        mean_interval([1.0])
+
+    assert queries_needed(0.1, 0.37) == 108  # ((1.95996 + 0.84162) * 0.37 / 0.1)^2 = 107.5
+    assert queries_needed(0.3, 0.37) == 12
+    with pytest.raises(ValueError, match="difference must be > 0"):
+        queries_needed(0.0, 0.3)

@@ -95,6 +95,33 @@ def test_queries_needed_and_intervals():
     assert mean == 0.5 and low < 0.5 < high and high - 0.5 == pytest.approx(0.5 - low)
 
 
+# a folder of some machine: what saved outputs must not show (they are read on every machine)
+LOCAL_FOLDER = re.compile(r"(?<![\w.])/(?:tmp|work|root|home|Users|private|var/folders)/")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_saved_outputs_name_no_local_folder(name):
+    leaks = [line for cell in code_cells(read(name)) for line in output_text(cell).splitlines()
+             if LOCAL_FOLDER.search(line)]
+    assert not leaks, leaks[:3]
+
+
+def test_warnings_print_short_paths():
+    display = tutorial_module("_display")
+    line = display.short_paths("MaxP over /work/x/.venv/lib/site-packages/minilm/model: its head is new")
+    assert line == "MaxP over .../minilm/model: its head is new" and not LOCAL_FOLDER.search(line)
+    assert display.short_paths("RR 0.5/1.0 and a/b/c") == "RR 0.5/1.0 and a/b/c"  # not folders
+
+
+def test_warm_start_report_says_how_it_was_trained(tmp_path):
+    folder = tmp_path / "warm-start-x" / "cross-encoder"
+    folder.mkdir(parents=True)
+    (folder / "training_log.json").write_text('{"steps": 40, "loss_first": 1.0, "loss_last": 0.67}')
+    (folder.parent / "settings.json").write_text('{"seed": 42, "trained_in_seconds": 22}')
+    line = tutorial_module("_warm_start").report(str(folder))
+    assert "40 passage-training steps" in line and "1.00 -> 0.67" in line and "in 22 s" in line
+
+
 @pytest.mark.parametrize("name", EXECUTED)
 def test_saved_outputs_come_from_one_full_run(name):
     assert_one_full_run(code_cells(read(name)))

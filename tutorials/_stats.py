@@ -1,29 +1,18 @@
 """Small statistics helpers the tutorials share: the random baseline, confidence intervals of a
-mean over queries, and how many queries a difference needs."""
+mean over queries, and how many queries a difference needs (the last two, and the per-query
+values, are the library's: ``pyterrier_longdoc.evaluation``)."""
 from __future__ import annotations
 
-import math
-
 import pandas as pd
-import pyterrier as pt
-from scipy import stats
 
 from pyterrier_longdoc.demo import expected_random_rr
+from pyterrier_longdoc.evaluation import mean_interval as interval
+from pyterrier_longdoc.evaluation import per_query_values, queries_needed
 
 
 def per_query(runs: dict[str, pd.DataFrame], collection, measure) -> pd.DataFrame:
     """One row per query, one column per system: the measure's per-query values."""
-    frame = pt.Experiment(list(runs.values()), collection.topics, collection.qrels, [measure],
-                          names=list(runs), perquery=True)
-    return frame.pivot_table(index="qid", columns="name", values="value")[list(runs)]
-
-
-def interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its t-based confidence interval."""
-    values = pd.Series(values).dropna()
-    mean = float(values.mean())
-    half = float(stats.t.ppf((1 + confidence) / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values)))
-    return mean, mean - half, mean + half
+    return per_query_values(runs, collection.topics, collection.qrels, measure)
 
 
 def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run: pd.DataFrame) -> pd.DataFrame:
@@ -41,9 +30,4 @@ def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run:
     return table
 
 
-def queries_needed(difference: float, sd_of_differences: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Queries a paired test needs to detect a mean difference of ``difference`` (two-sided
-    ``alpha``, probability ``power``), when the per-query differences have standard deviation
-    ``sd_of_differences``: the normal approximation n = ((z(1-alpha/2) + z(power)) sd / d)^2."""
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return math.ceil((z * sd_of_differences / difference) ** 2)
+__all__ = ["expected_random_rr", "interval", "per_query", "queries_needed", "summary"]

@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from pyterrier_longdoc.demo import packaged_minilm, passage_stage
@@ -68,9 +69,21 @@ def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = N
     with open(folder.parent / f"warm-start-{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            began = time.perf_counter()
             backbone = packaged_minilm(layers=layers, directory=folder / "backbone")
             train = make_collection(**COLLECTION).split("train")
             with contextlib.redirect_stderr(open(os.devnull, "w")):  # the trainer's progress bars
                 passage_stage(backbone, train, folder / "cross-encoder", key["dtype"], seed=seed)
-            done.write_text(json.dumps(key, indent=1, sort_keys=True))
+            trained = {"trained_in_seconds": round(time.perf_counter() - began)}
+            done.write_text(json.dumps({**key, **trained}, indent=1, sort_keys=True))
     return str(folder / "cross-encoder")
+
+
+def report(folder: str) -> str:
+    """One line on how the warm start in ``folder`` (``warm_start()``'s return) was trained: its
+    passage-training steps and losses (``training_log.json``) and the time the first call took."""
+    log = json.loads((Path(folder) / "training_log.json").read_text())
+    seconds = json.loads((Path(folder).parent / "settings.json").read_text()).get("trained_in_seconds")
+    took = f" in {seconds} s" if seconds is not None else ""
+    return (f"warm start: {log['steps']} passage-training steps, margin loss {log['loss_first']:.2f} -> "
+            f"{log['loss_last']:.2f}, trained{took} by the first notebook that asked (cached since)")

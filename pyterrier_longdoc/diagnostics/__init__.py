@@ -6,7 +6,7 @@ passage-to-document matching for collections without passage offsets."""
 from ._tokens import HFTokenizer, Tokenizer, WhitespaceTokenizer, resolve_tokenizer
 from .far_relevant import FarRelevantCollection, build_far_relevant, load_passage_collection
 from .matching import PassageMatch, PassageMatches, match_passage, match_passages
-from .positions import plot_positional_bias, positional_bias, span_positions
+from .positions import plot_positional_bias, positional_bias, published_positions, span_positions
 
 __all__ = [
     "FarRelevantCollection",
@@ -21,6 +21,7 @@ __all__ = [
     "match_passages",
     "plot_positional_bias",
     "positional_bias",
+    "published_positions",
     "resolve_tokenizer",
     "span_positions",
 ]

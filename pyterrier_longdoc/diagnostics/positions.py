@@ -141,3 +141,39 @@ def plot_positional_bias(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", dpi=dpi)
     return path
+
+
+# Boytsov et al., ECIR 2024 online appendix, Table 2: "Distribution of start/end positions of relevant
+# passages inside documents (chunks size is 477 BERT tokens)", in percent; the first relevant passage
+# of each relevant document. Read from report/ECIR_2024__Understanding_performance_of_long_document_
+# ranking_models_through_comprehensive_evaluation_and_leaderboarding__Appendix_.pdf in
+# github.com/searchivarius/long_doc_rank_model_analysis_v2, commit aedc980 (2023-10-15).
+_PUBLISHED_POSITIONS = (  # chunk, MS MARCO dev start, end, TREC DL 2019 (FIRA) start, end
+    ("1", 85.9, 71.0, 83.8, 76.4),
+    ("2", 9.1, 14.9, 9.9, 15.3),
+    ("3", 2.6, 6.1, 2.3, 3.9),
+    ("4", 1.2, 3.0, 2.2, 2.2),
+    ("5", 0.6, 1.4, 0.7, 0.9),
+    ("6", 0.6, 1.2, 0.4, 0.5),
+    ("6+", 0.1, 2.5, 0.7, 0.7),
+)
+PUBLISHED_POSITIONS_SOURCE = (
+    "Boytsov et al., 'Understanding Performance of Long-Document Ranking Models through Comprehensive "
+    "Evaluation and Leaderboarding', ECIR 2024 online appendix, Table 2 (github.com/searchivarius/"
+    "long_doc_rank_model_analysis_v2, report/, commit aedc980)")
+
+
+def published_positions() -> pd.DataFrame:
+    """Where the first relevant passage of a relevant document starts and ends in two real
+    collections, as published: per chunk of 477 BERT tokens (what a 512-token input holds next to a
+    32-token query), the share in percent on the MS MARCO v1 document dev set (passages located by
+    approximate string matching) and on TREC DL 2019 (FIRA's crowd-sourced passage annotations).
+
+    The columns are ``chunk`` (1 is what FirstP reads), ``tokens`` and one per (collection, start
+    or end); ``attrs["source"]`` names the table. Columns sum to 100 up to the paper's rounding."""
+    table = pd.DataFrame(_PUBLISHED_POSITIONS, columns=[
+        "chunk", "MS MARCO dev: start %", "MS MARCO dev: end %", "TREC DL 2019 (FIRA): start %",
+        "TREC DL 2019 (FIRA): end %"])
+    table.insert(1, "tokens", [f"{477 * i}-{477 * (i + 1) - 1}" for i in range(6)] + [f"{477 * 6}+"])
+    table.attrs["source"] = PUBLISHED_POSITIONS_SOURCE
+    return table

@@ -17,7 +17,10 @@ four = {
 }
 for name, model in four.items():
     seen[name] = reads_answer(model)
-print(seen.groupby("position")[list(four)].mean().round(2))
+four_reads = seen.groupby("position")[list(four)].mean()
+print(four_reads.round(2))
+assert four_reads.loc["far", "4 windows, first"] == 0 and four_reads.loc["near", "4 windows, first"] == 1
+assert (four_reads["4 windows, first_last_even"] < 1).all()
 # "first" reads only the first 4 windows (tokens 0-375): it misses every far answer, like FirstP.
 # "first_last_even" spreads its 4 windows over the whole document and misses answers, near or far,
 # that fall in the gaps between them.
@@ -32,12 +35,17 @@ fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(strides, encoded, marker="o")
 ax.set(xlabel="stride (window 150)", ylabel="document tokens encoded per document")
 plt.show()
+assert all(a > b for a, b in zip(encoded, encoded[1:]))  # a longer stride encodes less
+assert 5 <= encoded[0] / encoded[-1] <= 6.5  # stride 25 against disjoint windows: about 150 / 25 = 6 times
 # About window / stride times the document length: stride 25 encodes every token 6 times.
 
 # %% Exercise 4: FirstP with max_length=256
 short = FirstP(minilm, max_length=256)
 print("reads", short.chunk_spans(texts.iloc[0])[0], "of each document")  # 256 - 32 query - 3 special
 seen["FirstP, 256"] = reads_answer(short)
-print(seen.groupby("position")["FirstP, 256"].mean().round(2))
+short_reads = seen.groupby("position")["FirstP, 256"].mean()
+print(short_reads.round(2))
+assert short.chunk_spans(texts.iloc[0])[0] == (0, 221)
+assert short_reads["far"] == 0 and 0 < short_reads["near"] < 1
 # It reads 221 document tokens; near answers end within token 300, so it misses those that lie
 # beyond 221 and still sees the others.
