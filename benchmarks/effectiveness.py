@@ -40,6 +40,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import sys
 import time
 import warnings
@@ -526,7 +527,9 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
     seeds = [s for p in parts for s in p["seeds"]]
     if len(set(seeds)) != len(seeds):
         raise SystemExit(f"--merge: a seed appears twice ({sorted(seeds)})")
-    if len({p["dtype"] for p in parts}) > 1 or len({p["description"] for p in parts}) > 1:
+    # the description names the time its collection took to build, which differs between processes
+    collections = {re.sub(r" \(built in \d+ s\)", "", p["description"]) for p in parts}
+    if len({p["dtype"] for p in parts}) > 1 or len(collections) > 1:
         raise SystemExit("--merge: the runs differ in their collection or dtype")
     scores, validation, minutes = {}, {}, {}
     for part in parts:
