@@ -3,6 +3,7 @@
     python benchmarks/effectiveness.py --tune 1e-5,2e-5,5e-5   # choose the encoder rate: GCIDE's validation queries only
     python benchmarks/effectiveness.py                          # GCIDE, FOLDOC and WordNet, 3 seeds, one setting
     python benchmarks/effectiveness.py --quick                  # tiny random BERT, seconds: a smoke run
+    python benchmarks/effectiveness.py --collections gcide --seeds 1 --setting passage.steps=60   # a trial, GCIDE only
 
 The recipe is ``pyterrier_longdoc.training.train_long_document_ranker`` with its defaults
 (``RECIPE_PASSAGE_STAGE``, ``RECIPE_DOCUMENT_STAGE``), the same for every model and collection:
@@ -90,6 +91,9 @@ def parse(argv=None):
                         help="comma-separated encoder rates: train each model at each on the tuning collection and "
                              "report its validation metric only (no test query is scored)")
     parser.add_argument("--tune-collection", default=TUNING_COLLECTION)
+    parser.add_argument("--setting", action="append", default=[], metavar="STAGE.KEY=VALUE",
+                        help="a trial of another recipe setting on the tuning collection only, e.g. passage.steps=60, "
+                             "document.eval_every=20, triples.window=80 (written as effectiveness-<collection>-trial-...)")
     parser.add_argument("--passage-stage-only", action="store_true",
                         help="build the collections and train their passage stages (which later runs reuse), then stop")
     parser.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
@@ -104,7 +108,7 @@ def main(argv=None) -> int:
 
     from pyterrier_longdoc._runtime import native_bf16_cpu
 
-    sizes = dict(QUICK if args.quick else FULL)
+    sizes = with_settings(dict(QUICK if args.quick else FULL), args.setting)
     output, results_dir = Path(args.output), Path(args.results)
     output.mkdir(parents=True, exist_ok=True)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -112,6 +116,10 @@ def main(argv=None) -> int:
     if args.merge:
         return merge_runs(args.merge, results_dir, args.quick)
     collections = [c.strip() for c in (args.tune_collection if args.tune else args.collections).split(",")]
+    if args.setting and collections != [args.tune_collection]:
+        raise SystemExit(f"--setting is a trial on the tuning collection ({args.tune_collection}) only: settings are "
+                         f"never chosen on the reported collections; got --collections {','.join(collections)}")
+    trial = "-trial-" + "-".join(re.sub(r"\W+", "_", item) for item in args.setting) if args.setting else ""
     check_prerequisites(collections, paths, args.backbone)
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
@@ -122,6 +130,8 @@ def main(argv=None) -> int:
     for name in collections:
         collection_started = time.time()
         data = dictionary_data(name, paths.get(name), sizes, backbone, output / name)
+        if args.setting:
+            data["description"] += f"; trial settings: {', '.join(args.setting)}"
         print(f"\n## {data['description']}", flush=True)
         if args.passage_stage_only:
             passage_stage(backbone, data["warmup_triples"], output / name / "passage-stage", recipe_settings(sizes)[0],
@@ -135,7 +145,7 @@ def main(argv=None) -> int:
             continue
         scores, validation, minutes = run_recipe(data, sizes, backbone, dtype, seeds, output / name)
         result = collection_result({**baselines(data["tests"]), **scores}, validation, minutes, data["description"])
-        write_result(results_dir / f"effectiveness-{name}", result, (time.time() - collection_started) / 60, dtype,
+        write_result(results_dir / f"effectiveness-{name}{trial}", result, (time.time() - collection_started) / 60, dtype,
                      seeds, report_markdown(result))
         print("\n" + report_markdown(result), flush=True)
         status = max(status, exit_status(result["targets"], args.quick))
@@ -175,6 +185,26 @@ def exit_status(targets: list[dict], quick: bool) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # the recipe
+
+
+STAGES = ("passage", "document", "triples")
+
+
+def with_settings(sizes: dict, settings: list[str]) -> dict:
+    """``sizes`` with ``--setting STAGE.KEY=VALUE`` items over its stages' options (a value is
+    read as JSON where it can be: 60, 1e-5, true; else as text)."""
+    for item in settings:
+        key, _, value = item.partition("=")
+        stage, _, option = key.partition(".")
+        if stage not in STAGES or not option or not value:
+            raise SystemExit(f"--setting {item!r}: expected STAGE.KEY=VALUE with STAGE one of {', '.join(STAGES)}")
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+        section = f"{stage}_stage" if stage != "triples" else "triples"
+        sizes[section] = {**sizes.get(section, {}), option: value}
+    return sizes
 
 
 def passage_stage(backbone: str, triples: pd.DataFrame, directory: Path, options: dict, dtype: str) -> tuple[str, float]:
@@ -373,7 +403,8 @@ def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, out
               for variant, queries in (("near", unused.iloc[:half]), ("far", unused.iloc[half:]))]
     warmup_candidates = pd.concat([c.candidates for c in warmup], ignore_index=True)
     warmup_triples = document_passage_triples(warmup_candidates[["qid", "query"]].drop_duplicates(),
-                                              warmup_candidates[["qid", "docno", "label"]], warmup_candidates, seed=0)
+                                              warmup_candidates[["qid", "docno", "label"]], warmup_candidates, seed=0,
+                                              **sizes.get("triples", {}))
     warmup_topics = warmup_triples["qid"].unique()
     tokens = [c.positions["doc_tokens"] for c in collections.values()]
     description = (f"{name} FarRelevant: {len(documents)} documents of {int(min(t.min() for t in tokens))}-"

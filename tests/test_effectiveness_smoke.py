@@ -118,6 +118,25 @@ def test_tuning_reads_validation_queries_only(dictionary, tmp_path):
     assert "per_query" not in tuned and "table" not in tuned  # no test query was scored
 
 
+def test_a_trial_setting_runs_on_the_tuning_collection_only(dictionary, tmp_path):
+    trial = ["--setting", "passage.steps=2", "--setting", "triples.window=40", "--setting", "document.eval_every=1"]
+    common = ["--seeds", 1, "--dictionary", f"foldoc={dictionary}", "--output", tmp_path / "out",
+              "--results", tmp_path / "results"]
+    refused = benchmark("--collections", "foldoc", *trial, *common, timeout=600)
+    assert refused.returncode != 0 and "tuning collection (gcide) only" in refused.stderr
+    malformed = benchmark("--collections", "foldoc", "--tune-collection", "foldoc", "--setting", "steps=2", *common,
+                          timeout=600)
+    assert malformed.returncode != 0 and "expected STAGE.KEY=VALUE" in malformed.stderr
+    proc = benchmark("--collections", "foldoc", "--tune-collection", "foldoc", *trial, *common)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    name = "effectiveness-foldoc-trial-passage_steps_2-triples_window_40-document_eval_every_1.json"
+    result = json.loads((tmp_path / "results" / name).read_text())
+    assert result["description"].endswith("trial settings: passage.steps=2, triples.window=40, document.eval_every=1")
+    log = json.loads((tmp_path / "out" / "foldoc" / "passage-stage" / "training_log.json").read_text())
+    assert log["steps"] == 2
+    assert not (tmp_path / "results" / "effectiveness-foldoc.json").exists()  # the recipe's own file is untouched
+
+
 def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, tmp_path):
     """benchmarks/biencoder_zero_shot.py over the same collections (effectiveness.py's builder and
     quick sizes; the packaged MiniLM, untrained): one results file per collection, with the
