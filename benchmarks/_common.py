@@ -38,7 +38,7 @@ def minilm_path() -> str:
 
 
 def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 2, heads: int = 2,
-                    intermediate: int = 64, seed: int = 0) -> str:
+                    intermediate: int = 64, seed: int = 0, attention_dropout: float = 0.0) -> str:
     """A random BERT with MiniLM's (real, uncased WordPiece) tokenizer, so the same generated
     documents tokenize identically for both models."""
     import torch
@@ -53,7 +53,7 @@ def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=intermediate, max_position_embeddings=512,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=attention_dropout)
     BertModel(config).save_pretrained(path)
     return str(path)
 

@@ -119,7 +119,6 @@ def main(argv=None) -> int:
     if args.setting and collections != [args.tune_collection]:
         raise SystemExit(f"--setting is a trial on the tuning collection ({args.tune_collection}) only: settings are "
                          f"never chosen on the reported collections; got --collections {','.join(collections)}")
-    trial = "-trial-" + "-".join(re.sub(r"\W+", "_", item) for item in args.setting) if args.setting else ""
     check_prerequisites(collections, paths, args.backbone)
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
@@ -131,7 +130,7 @@ def main(argv=None) -> int:
         collection_started = time.time()
         data = dictionary_data(name, paths.get(name), sizes, backbone, output / name)
         if args.setting:
-            data["description"] += f"; trial settings: {', '.join(args.setting)}"
+            data["description"] += TRIAL + ", ".join(args.setting)
         print(f"\n## {data['description']}", flush=True)
         if args.passage_stage_only:
             passage_stage(backbone, data["warmup_triples"], output / name / "passage-stage", recipe_settings(sizes)[0],
@@ -145,7 +144,7 @@ def main(argv=None) -> int:
             continue
         scores, validation, minutes = run_recipe(data, sizes, backbone, dtype, seeds, output / name)
         result = collection_result({**baselines(data["tests"]), **scores}, validation, minutes, data["description"])
-        write_result(results_dir / f"effectiveness-{name}{trial}", result, (time.time() - collection_started) / 60, dtype,
+        write_result(results_dir / results_stem(data["description"]), result, (time.time() - collection_started) / 60, dtype,
                      seeds, report_markdown(result))
         print("\n" + report_markdown(result), flush=True)
         status = max(status, exit_status(result["targets"], args.quick))
@@ -544,6 +543,16 @@ def tune_markdown(result: dict) -> str:
     return "\n".join(lines) + f"\n\nMean best validation RR@10 by rate: {means}; chosen: {result['recommended_lr']:g}\n"
 
 
+TRIAL = "; trial settings: "
+
+
+def results_stem(description: str) -> str:
+    """``effectiveness-<collection>``, and for a trial of other settings ``-trial-<settings>``."""
+    name = description.split()[0]
+    settings = description.split(TRIAL)[1].split(", ") if TRIAL in description else []
+    return f"effectiveness-{name}" + ("-trial-" + "-".join(re.sub(r"\W+", "_", s) for s in settings) if settings else "")
+
+
 def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: list[int], text: str) -> None:
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
     commit and time taken."""
@@ -575,8 +584,7 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
             if not (stage.startswith("passage stage") and stage in minutes):  # shared: counted once
                 minutes.setdefault(stage, []).extend(values)
     result = collection_result(scores, validation, minutes, parts[0]["description"])
-    name = parts[0]["description"].split()[0]
-    write_result(results_dir / f"effectiveness-{name}", result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
+    write_result(results_dir / results_stem(parts[0]["description"]), result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
                  sorted(seeds), report_markdown(result))
     print(report_markdown(result))
     return exit_status(result["targets"], quick)

@@ -122,3 +122,14 @@ def test_run_checks_its_prerequisites_before_it_starts(tmp_path, monkeypatch):
                             cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 2 and result.stdout == "" and "--trained" in result.stderr
+
+
+def test_attention_dropout_benchmark_times_both_rates_side_by_side(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "attention_dropout.py"), "--quick", "--results",
+                             str(tmp_path)], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert rows[0] == ["shape (batch x tokens)", "attention dropout", "step s (own rate)", "step s (0)", "own / 0"]
+    assert rows[1][:2] == ["2 x 64", "0.100"] and re.fullmatch(r"\d+\.\d\dx", rows[1][4])
+    assert "commit" in result.stdout and list(tmp_path.iterdir()) == []  # --quick writes no results file

@@ -135,6 +135,8 @@ def test_a_trial_setting_runs_on_the_tuning_collection_only(dictionary, tmp_path
     log = json.loads((tmp_path / "out" / "foldoc" / "passage-stage" / "training_log.json").read_text())
     assert log["steps"] == 2
     assert not (tmp_path / "results" / "effectiveness-foldoc.json").exists()  # the recipe's own file is untouched
+    merged = benchmark("--merge", tmp_path / "results" / name, "--results", tmp_path / "merged", timeout=600)
+    assert merged.returncode == 0 and [p.name for p in (tmp_path / "merged").glob("*.json")] == [name]
 
 
 def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, tmp_path):

@@ -13,6 +13,8 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._backbone import check_attention_dropout
+
 __all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names", "fit_option_defaults"]
 
 # fit's keyword arguments that are data or callables, not settings (they are never saved)
@@ -61,6 +63,7 @@ class TrainingArguments:
     eval_every: int | None = _identity(None, since="0.3")
     patience: int | None = _identity(None, since="0.3")
     load_best_model_at_end: bool = _identity(True, since="0.3")
+    attention_dropout: float | None = _identity(None, since="0.3")
     checkpoint_dir: Any = None
     checkpoint_every: int | None = None
     save_total_limit: int = 2
@@ -81,6 +84,7 @@ class TrainingArguments:
         if not _is_number(self.valid_fraction) or not 0 <= self.valid_fraction < 1:
             raise ValueError(f"valid_fraction is a fraction of the training queries in [0, 1), got "
                              f"{self.valid_fraction!r}")
+        check_attention_dropout(self.attention_dropout)
         if self.max_grad_norm is not None and (not _is_number(self.max_grad_norm) or self.max_grad_norm <= 0):
             raise ValueError(f"max_grad_norm must be a positive number or None (no clipping), got {self.max_grad_norm!r}")
         for name in ("load_best_model_at_end", "restart"):

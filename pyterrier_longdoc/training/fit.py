@@ -6,6 +6,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .._backbone import training_attention_dropout
 from .._frames import column_texts, require_frame
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
@@ -64,6 +65,11 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
             model ``fit`` ended with.
         save_total_limit: how many of the newest checkpoints are kept.
         restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
+        attention_dropout: the dropout on the encoder's attention probabilities while training
+            (default ``None``: the model's own, 0.1 for BERT-style encoders, as the papers train).
+            ``0.0`` lets PyTorch use its fused attention kernel on the CPU, which takes no dropout:
+            a training step at 512 tokens takes about half the time. The model's config and its
+            inference are unchanged.
         max_grad_norm: clip the gradient of each optimiser step (over all parameters, after
             unscaling) to this L2 norm, and record the norm before clipping in the history's
             ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.
@@ -94,7 +100,8 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
     check_option_names(options, "fit", data=False)
     args = (args or TrainingArguments()).replace(**options) if options else (args or TrainingArguments())
     data = prepare(reranker, args, topics, qrels, candidates, text, (valid_topics, valid_qrels, valid_candidates))
-    return Trainer(reranker, args, data, callback).train()
+    with training_attention_dropout(reranker.model, args.attention_dropout):
+        return Trainer(reranker, args, data, callback).train()
 
 
 def prepare(reranker: Scorer, args: TrainingArguments, topics, qrels, candidates, text, validation) -> PreparedData:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .._backbone import check_attention_dropout, training_attention_dropout
 from .._runtime import Runtime
 from .._frames import numeric_column, require_frame, row_positions
 
@@ -46,7 +47,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
                          warmup: float = 0.1, loss: str = "margin", negatives_per_query: int = 1, top_k: int = 20,
                          max_length: int = 256, seed: int = 42, dtype: str | torch.dtype | None = "auto",
                          device: str | torch.device | None = None, verbose: bool = False,
-                         bf16: bool | None = None) -> str:
+                         attention_dropout: float | None = None, bf16: bool | None = None) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
 
     Args:
@@ -79,6 +80,10 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             (GPUs only), ``"fp32"``, ``None`` (bf16 or fp16 on CUDA, fp32 elsewhere) or a
             ``torch.dtype``; ``"int8"`` quantizes inference only, so it trains in fp32.
         device: where to train; default CUDA if available, else MPS if available, else the CPU.
+        attention_dropout: the dropout on the attention probabilities while training (default
+            ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use its
+            fused attention kernel on the CPU (about a quarter faster at 256 tokens), as ``fit``'s
+            option of the same name. The saved config keeps the backbone's value.
         bf16: deprecated, ``dtype="bf16"`` or ``dtype="fp32"``.
 
     Returns the path of the saved folder (``output_dir``), loadable with
@@ -88,6 +93,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
 
+    check_attention_dropout(attention_dropout)
     _check_options(loss=loss, epochs=epochs, batch_size=batch_size, negatives_per_query=negatives_per_query,
                    top_k=top_k, max_length=max_length, steps=steps, warmup=warmup)
     runtime = Runtime(dtype=_dtype_of(dtype, bf16), device=device)
@@ -106,7 +112,8 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # the loss is logged for training_log.json, not printed
-    trainer.train()
+    with training_attention_dropout(model.model, attention_dropout):
+        trainer.train()
     output_dir = Path(output_dir)
     model.save_pretrained(str(output_dir))
     _write_training_log(output_dir, trainer.state)
