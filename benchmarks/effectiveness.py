@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         if args.tune:
             rates = [float(x) for x in args.tune.split(",")]
             result = tune(data, rates, sizes, backbone, dtype, seeds, output / name)
-            write_result(results_dir / f"effectiveness-tune-{name}-lr{args.tune.replace(',', '_')}", result, (time.time() - collection_started) / 60,
+            write_result(results_dir / tune_stem(name, rates), result, (time.time() - collection_started) / 60,
                          dtype, seeds, tune_markdown(result))
             continue
         scores, validation, minutes = run_recipe(data, sizes, backbone, dtype, seeds, output / name)
@@ -321,10 +321,37 @@ def tune(data: dict, rates: list[float], sizes: dict, backbone: str, dtype: str,
                 reports.setdefault(str(lr), {}).setdefault(name, {})[seed] = report
                 print(f"lr {lr:g} seed {seed}: {name} validation {report['start']:.3f} -> best {report['best']:.3f} "
                       f"(step {report['best_step']}), last {report['last']:.3f}", flush=True)
+    return tune_result(data["description"], reports, sizes)
+
+
+def tune_result(description: str, reports: dict, sizes: dict) -> dict:
+    """The tune's reports ``{lr: {model: {seed: report}}}``, their means and the chosen rate."""
     means = {lr: float(np.mean([r["best"] for by_seed in by_model.values() for r in by_seed.values()]))
              for lr, by_model in reports.items()}
-    return {"description": data["description"], "validation": reports, "mean_best": means,
-            "recommended_lr": float(max(means, key=means.get))}
+    _, document = recipe_settings(sizes)
+    training = int(re.search(r"(\d+) training queries", description).group(1))
+    queries = max(1, round(document["valid_fraction"] * training))
+    return {"description": description, "validation": reports, "mean_best": means, "validation_queries": queries,
+            **recommended_rate(means, document["lr"], queries)}
+
+
+def tune_stem(name: str, rates) -> str:
+    """``effectiveness-tune-<collection>-lr<rates>``, the rates as 1e-5 or 1.5e-5."""
+    return f"effectiveness-tune-{name}-lr" + "_".join(np.format_float_scientific(float(r), trim="-", exp_digits=1)
+                                                         for r in rates)
+
+
+def recommended_rate(means: dict[str, float], current: float, queries: int) -> dict:
+    """The rate with the best mean validation metric; but rates within 1 / (2 x queries) of the
+    best (one validation query moving between first and second place: its RR changes by 0.5) are
+    a tie, and a tie keeps the recipe's current rate: a difference of about one query is no reason
+    to change it."""
+    best = max(means, key=means.get)
+    tie = 1 / (2 * queries)
+    tied = [lr for lr, value in means.items() if means[best] - value <= tie]
+    chosen = next((lr for lr in tied if float(lr) == current), best)
+    return {"best_mean_lr": float(best), "tie_within": tie, "tied_lrs": [float(lr) for lr in tied],
+            "recommended_lr": float(chosen)}
 
 
 def reciprocal_ranks(run: pd.DataFrame) -> dict[str, float]:
@@ -540,7 +567,11 @@ def tune_markdown(result: dict) -> str:
                               for r in by_seed.values())
             lines.append(f"| {lr} | {model} | {cells} |")
     means = ", ".join(f"{lr}: {v:.3f}" for lr, v in result["mean_best"].items())
-    return "\n".join(lines) + f"\n\nMean best validation RR@10 by rate: {means}; chosen: {result['recommended_lr']:g}\n"
+    return "\n".join(lines) + (
+        f"\n\nMean best validation RR@10 by rate: {means}; best mean: {result['best_mean_lr']:g}. Within "
+        f"{result['tie_within']:.3f} of it (one of the {result['validation_queries']} validation queries moving "
+        f"between first and second place), a tie: {', '.join(f'{x:g}' for x in result['tied_lrs'])}; "
+        f"chosen: {result['recommended_lr']:g} (a tie keeps the recipe's rate)\n")
 
 
 TRIAL = "; trial settings: "
@@ -569,6 +600,17 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
     seeds = [s for p in parts for s in p["seeds"]]
     if len(set(seeds)) != len(seeds):
         raise SystemExit(f"--merge: a seed appears twice ({sorted(seeds)})")
+    if all("mean_best" in p for p in parts):  # tune runs: their reports, means and choice again
+        reports = {}
+        for part in parts:
+            for lr, by_model in part["validation"].items():
+                for model, by_seed in by_model.items():
+                    reports.setdefault(lr, {}).setdefault(model, {}).update(by_seed)
+        result = tune_result(parts[0]["description"], reports, dict(QUICK if quick else FULL))
+        write_result(results_dir / tune_stem(result["description"].split()[0], reports), result,
+                     sum(p["wall_minutes"] for p in parts), parts[0]["dtype"], sorted(seeds), tune_markdown(result))
+        print(tune_markdown(result))
+        return 0
     # the description names the time its collection took to build, which differs between processes
     collections = {re.sub(r" \(built in \d+ s\)", "", p["description"]) for p in parts}
     if len({p["dtype"] for p in parts}) > 1 or len(collections) > 1:

@@ -116,6 +116,22 @@ def test_tuning_reads_validation_queries_only(dictionary, tmp_path):
     tuned = json.loads((tmp_path / "results" / "effectiveness-tune-foldoc-lr1e-3_3e-3.json").read_text())
     assert set(tuned["validation"]) == {"0.001", "0.003"} and tuned["recommended_lr"] in (0.001, 0.003)
     assert "per_query" not in tuned and "table" not in tuned  # no test query was scored
+    merged = benchmark("--merge", tmp_path / "results" / "effectiveness-tune-foldoc-lr1e-3_3e-3.json",
+                       "--results", tmp_path / "merged", timeout=600)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    again = json.loads((tmp_path / "merged" / "effectiveness-tune-foldoc-lr1e-3_3e-3.json").read_text())
+    assert again["validation"] == tuned["validation"] and again["recommended_lr"] == tuned["recommended_lr"]
+
+
+def test_a_tune_keeps_the_recipes_rate_unless_another_is_better_by_more_than_a_query(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from effectiveness import recommended_rate
+
+    means = {"1e-05": 0.887, "2e-05": 0.881, "3e-05": 0.873}  # 20 queries: within 0.025 is a tie
+    assert recommended_rate(means, 2e-5, 20)["recommended_lr"] == 2e-5
+    assert recommended_rate(means, 5e-5, 20)["recommended_lr"] == 1e-5  # the recipe's rate is not among them
+    assert recommended_rate({**means, "1e-05": 0.95}, 2e-5, 20)["recommended_lr"] == 1e-5
+    assert recommended_rate(means, 2e-5, 200)["tied_lrs"] == [1e-5]  # 200 queries resolve 0.006
 
 
 def test_a_trial_setting_runs_on_the_tuning_collection_only(dictionary, tmp_path):
