@@ -68,8 +68,8 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
         attention_dropout: the dropout on the encoder's attention probabilities while training
             (default ``None``: the model's own, 0.1 for BERT-style encoders, as the papers train).
             ``0.0`` lets PyTorch use its fused attention kernel on the CPU, which takes no dropout:
-            a training step at 512 tokens takes about 40% less time (``benchmarks/attention_dropout.py``). The model's config and its
-            inference are unchanged.
+            a training step at 512 tokens takes about 40% less time
+            (``benchmarks/attention_dropout.py``). The model's config and inference are unchanged.
         max_grad_norm: clip the gradient of each optimiser step (over all parameters, after
             unscaling) to this L2 norm, and record the norm before clipping in the history's
             ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.

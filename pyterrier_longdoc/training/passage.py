@@ -81,9 +81,9 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             ``torch.dtype``; ``"int8"`` quantizes inference only, so it trains in fp32.
         device: where to train; default CUDA if available, else MPS if available, else the CPU.
         attention_dropout: the dropout on the attention probabilities while training (default
-            ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use its
-            fused attention kernel on the CPU (a step at 256 tokens takes about 30% less time), as ``fit``'s
-            option of the same name. The saved config keeps the backbone's value.
+            ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use
+            its fused attention kernel on the CPU (a step at 256 tokens takes about 30% less
+            time), as ``fit``'s option of the same name. The saved config keeps the backbone's.
         bf16: deprecated, ``dtype="bf16"`` or ``dtype="fp32"``.
 
     Returns the path of the saved folder (``output_dir``), loadable with
