@@ -12,6 +12,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never touch the hub
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+import platform
 import random
 import statistics
 import time
@@ -449,6 +450,21 @@ def _fmt(value) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def machine() -> str:
+    """The CPU, its cores, and the torch and python versions: the line a results file starts with."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, python {platform.python_version()}"
 
 
 def commit() -> str:

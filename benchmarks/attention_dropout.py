@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import commit, interleaved, median, minilm_path, set_threads, silence_loading, table, write_tiny_bert  # noqa: E402
+from _common import (commit, interleaved, machine, median, minilm_path, set_threads, silence_loading,  # noqa: E402
+                     table, write_tiny_bert)
 
 SHAPES = ((8, 512), (16, 256))
 
@@ -79,8 +80,6 @@ def main(argv=None) -> int:
     else:
         folder, shapes, reps = minilm_path(), SHAPES, args.reps
     rows = measure(folder, shapes, reps)
-    from effectiveness import machine
-
     header = (f"Machine: {machine()}; {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='minutes')}; "
               f"commit {commit()}; torch threads {threads}; {reps} interleaved rounds")
     text = table(["shape (batch x tokens)", "attention dropout", "step s (own rate)", "step s (0)", "own / 0"],

@@ -44,7 +44,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import sys
 import time
@@ -325,18 +324,17 @@ def tune(data: dict, rates: list[float], sizes: dict, backbone: str, dtype: str,
                 reports.setdefault(str(lr), {}).setdefault(name, {})[seed] = report
                 print(f"lr {lr:g} seed {seed}: {name} validation {report['start']:.3f} -> best {report['best']:.3f} "
                       f"(step {report['best_step']}), last {report['last']:.3f}", flush=True)
-    return tune_result(data["description"], reports, sizes)
+    _, document = recipe_settings(sizes)
+    queries = max(1, round(document["valid_fraction"] * len(data["train"]["topics"])))  # as fit carves them
+    return tune_result(data["description"], reports, queries, document["lr"])
 
 
-def tune_result(description: str, reports: dict, sizes: dict) -> dict:
+def tune_result(description: str, reports: dict, queries: int, current_lr: float) -> dict:
     """The tune's reports ``{lr: {model: {seed: report}}}``, their means and the chosen rate."""
     means = {lr: float(np.mean([r["best"] for by_seed in by_model.values() for r in by_seed.values()]))
              for lr, by_model in reports.items()}
-    _, document = recipe_settings(sizes)
-    training = int(re.search(r"(\d+) training queries", description).group(1))
-    queries = max(1, round(document["valid_fraction"] * training))
     return {"description": description, "validation": reports, "mean_best": means, "validation_queries": queries,
-            **recommended_rate(means, document["lr"], queries)}
+            **recommended_rate(means, current_lr, queries)}
 
 
 def tune_stem(name: str, rates) -> str:
@@ -610,7 +608,8 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
             for lr, by_model in part["validation"].items():
                 for model, by_seed in by_model.items():
                     reports.setdefault(lr, {}).setdefault(model, {}).update(by_seed)
-        result = tune_result(parts[0]["description"], reports, dict(QUICK if quick else FULL))
+        result = tune_result(parts[0]["description"], reports, parts[0]["validation_queries"],
+                             recipe_settings(dict(QUICK if quick else FULL))[1]["lr"])
         write_result(results_dir / tune_stem(result["description"].split()[0], reports), result,
                      sum(p["wall_minutes"] for p in parts), parts[0]["dtype"], sorted(seeds), tune_markdown(result))
         print(tune_markdown(result))
@@ -669,18 +668,9 @@ def _with_bm25(candidates: pd.DataFrame, bm25) -> pd.DataFrame:
 
 
 def machine() -> str:
-    import torch
+    from _common import machine as described
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, python {platform.python_version()}"
-
+    return described()
 
 
 def _common_commit() -> str:
