@@ -55,7 +55,9 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
             an iterable, as ``train_passage_ranker``'s ``data``); ``None`` derives them from the
             documents (see the module doc); ``False`` skips the passage stage.
         passage_options / args: the passage stage's options over ``RECIPE_PASSAGE_STAGE``; the
-            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
+            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``). Both
+            defaults train with ``attention_dropout=0.0``; for an encoder whose attention dropout
+            the library does not know (a ValueError names it) pass ``attention_dropout=None`` in both.
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
     The report: per stage its wall and CPU seconds, and the passage stage's number of triples
     and first and last logged loss; the document stage's validation metric at the start, at its
