@@ -28,12 +28,13 @@ from .sampling import as_frame, checked_qrels, checked_topics, hard_negative_poo
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
 
 # One setting for every model and collection: an encoder rate in the papers' range (1e-5 to 3e-5;
-# 1e-4 collapsed a trained FirstP on held-out prose), validation every few steps keeping the best
-# model. benchmarks/effectiveness.py measures it on collections it was not chosen on. Both stages
-# train without attention dropout: PyTorch's fused CPU attention takes none, and with it a step
-# runs 1.4-1.7 times as long; on the tuning collection (GCIDE) every target held without it.
+# 1e-4 collapsed a trained FirstP on held-out prose), validation after every epoch keeping the best
+# model (the same share of the work at any scale: evaluating every 10 steps took about a third of
+# MaxP's fit on 80 queries). benchmarks/effectiveness.py measures it on collections it was not
+# chosen on. Both stages train without attention dropout: PyTorch's fused CPU attention takes
+# none, and with it a step runs 1.4-1.7 times as long; on GCIDE every target held without it.
 RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4, top_k=10,
-                             valid_fraction=0.2, valid_metric="RR@10", eval_every=10, attention_dropout=0.0)
+                             valid_fraction=0.2, valid_metric="RR@10", attention_dropout=0.0)
 # At CPU scale the passage stage needs a larger rate than the papers' 100k+ GPU steps (measured:
 # MiniLM at 3e-5 learned nothing in 120 steps of 8; at 1e-4 a usable ranker).
 RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=256, attention_dropout=0.0)
