@@ -99,6 +99,9 @@ def parse(argv=None):
                              "document.eval_every=20, triples.window=80 (written as effectiveness-<collection>-trial-...)")
     parser.add_argument("--passage-stage-only", action="store_true",
                         help="build the collections and train their passage stages (which later runs reuse), then stop")
+    parser.add_argument("--far-distractors", action="store_true",
+                        help="no training: how often each collection's test documents name the queried term where "
+                             "FirstP reads (written as effectiveness-far-distractors)")
     parser.add_argument("--merge", nargs="+", metavar="RESULTS_JSON",
                         help="combine the results files of runs over other seeds (each --seed-list) of one collection")
     return parser.parse_args(argv)
@@ -128,13 +131,16 @@ def main(argv=None) -> int:
     seeds = [int(k) for k in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
     print(f"# Effectiveness of the recipe\n\nbackbone {backbone}, dtype {dtype}, seeds {seeds}, "
           f"torch threads {torch.get_num_threads()}", flush=True)
-    status = 0
+    status, distractors = 0, {}
     for name in collections:
         collection_started = time.time()
         data = dictionary_data(name, paths.get(name), sizes, backbone, output / name)
         if args.setting:
             data["description"] += TRIAL + ", ".join(args.setting)
         print(f"\n## {data['description']}", flush=True)
+        if args.far_distractors:
+            distractors[name] = {"description": data["description"], **terms_read_by_firstp(data["tests"], backbone)}
+            continue
         if args.passage_stage_only:
             passage_stage(backbone, data["warmup_triples"], output / name / "passage-stage", recipe_settings(sizes)[0],
                           dtype)
@@ -151,6 +157,10 @@ def main(argv=None) -> int:
                      seeds, report_markdown(result))
         print("\n" + report_markdown(result), flush=True)
         status = max(status, exit_status(result["targets"], args.quick))
+    if distractors:
+        write_result(results_dir / "effectiveness-far-distractors", {"collections": distractors},
+                     (time.time() - started) / 60, dtype, [], distractors_markdown(distractors))
+        print(distractors_markdown(distractors))
     print(f"\nMachine: {machine()}; the whole benchmark took {(time.time() - started) / 60:.1f} min "
           f"({cpu_minutes():.1f} CPU minutes; load average at the end {os.getloadavg()[0]:.1f}).")
     return status
@@ -458,6 +468,45 @@ def _far_relevant(prose: pd.DataFrame, queries: pd.DataFrame, qrels: pd.DataFram
         retrieved_negatives=sizes["retrieved"], seed=0)
     collection.candidates = _with_bm25(collection.candidates, retriever.bm25)
     return collection
+
+
+def terms_read_by_firstp(tests: dict[str, pd.DataFrame], tokenizer: str) -> dict:
+    """Per test split, how often the queried term appears where FirstP reads (its first 512
+    tokens, less the query's): in the relevant document, and in the negatives. A FirstP that
+    learns to match the term ranks such negatives above a far query's document, which names it
+    only after that point: below a random order, and below an untrained start that matched less."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+    result = {}
+    for split, candidates in tests.items():
+        rows = []
+        for query, text, label in zip(candidates["query"], candidates["text"], candidates["label"]):
+            term = query.removeprefix("what is ")
+            budget = 512 - 3 - len(tokenizer.tokenize(query))
+            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            read = text[:offsets[min(budget, len(offsets)) - 1][1]] if offsets else ""
+            rows.append((query, label > 0, re.search(rf"\b{re.escape(term)}\b", read, re.IGNORECASE) is not None))
+        frame = pd.DataFrame(rows, columns=["query", "relevant", "read"])
+        negatives = frame[~frame["relevant"]].groupby("query")["read"]
+        result[split] = {"queries": int(frame["query"].nunique()),
+                         "relevant_read": float(frame.loc[frame["relevant"], "read"].mean()),
+                         "queries_with_a_negative_read": float(negatives.any().mean()),
+                         "negatives_read_per_query": float(negatives.sum().mean())}
+    return result
+
+
+def distractors_markdown(distractors: dict) -> str:
+    lines = ["Where FirstP reads (the first 512 tokens, less the query's), does a test candidate name the "
+             "queried term? No model is run.\n",
+             "| collection | split | queries | relevant document names it | queries with a negative that names it "
+             "| such negatives per query |", "|---|---|---|---|---|---|"]
+    for name, by_split in distractors.items():
+        for split in ("near", "far"):
+            cell = by_split[split]
+            lines.append(f"| {name} | {split} | {cell['queries']} | {cell['relevant_read']:.0%} | "
+                         f"{cell['queries_with_a_negative_read']:.0%} | {cell['negatives_read_per_query']:.2f} |")
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {v['description']}" for v in distractors.values()) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import random_dictionary
 
@@ -171,6 +172,29 @@ def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, 
                for splits in result["table"].values())
     text = (tmp_path / "biencoder-zero-shot-foldoc.md").read_text()
     assert text.startswith("Machine: ") and f"commit {result['commit']}" in text and "| bi-encoder MaxP |" in text
+
+
+def test_far_distractors_count_the_term_where_firstp_reads(dictionary, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from effectiveness import terms_read_by_firstp
+
+    from pyterrier_longdoc.demo import packaged_minilm
+
+    filler = " ".join(["filler"] * 600)
+    candidates = pd.DataFrame({"query": "what is castle", "label": [1, 0, 0, 0],
+                               "text": [f"{filler} castle: a fortress", "Castle gate. " + filler,
+                                        f"{filler} castles", "castled " + filler]})
+    counted = terms_read_by_firstp({"far": candidates}, packaged_minilm())["far"]
+    # the answer lies past 512 tokens; one negative names the term early, one only late, one a longer word
+    assert counted == {"queries": 1, "relevant_read": 0.0, "queries_with_a_negative_read": 1.0,
+                       "negatives_read_per_query": 1.0}
+    proc = benchmark("--far-distractors", "--collections", "foldoc", "--dictionary", f"foldoc={dictionary}",
+                     "--output", tmp_path / "out", "--results", tmp_path / "results", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "results" / "effectiveness-far-distractors.json").read_text())
+    near = result["collections"]["foldoc"]["near"]
+    assert near["relevant_read"] == 1.0 and near["queries"] > 0  # a near entry starts with its headword
+    assert "| foldoc | far |" in (tmp_path / "results" / "effectiveness-far-distractors.md").read_text()
 
 
 def test_missing_prerequisites_stop_the_run_before_it_starts(tmp_path):
