@@ -51,23 +51,3 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
                                                  output_dir=tmp_path / "again", args=args, passages=False,
                                                  model_options=TOY_SETTINGS, dtype="fp32")
     assert "passage stage" not in report and not (tmp_path / "again").exists()
-
-
-def test_the_recipe_trains_both_stages_without_attention_dropout(tiny_bert, tmp_path, monkeypatch):
-    import importlib
-
-    stages = {"passage": importlib.import_module("pyterrier_longdoc.training.passage"),
-              "document": importlib.import_module("pyterrier_longdoc.training.fit")}
-    rates = {}
-    for stage, module in stages.items():
-        def spy(model, p, stage=stage, original=module.training_attention_dropout):
-            rates[stage] = p
-            return original(model, p)
-        monkeypatch.setattr(module, "training_attention_dropout", spy)
-    recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
-    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)  # the defaults otherwise
-    topics, qrels, candidates = toy_task()
-    train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path,
-                               passage_options=dict(steps=1, batch_size=4, max_length=48),
-                               model_options=TOY_SETTINGS, dtype="fp32")
-    assert rates == {"passage": 0.0, "document": 0.0}

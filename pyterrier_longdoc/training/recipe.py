@@ -28,16 +28,13 @@ from .sampling import as_frame, checked_qrels, checked_topics, hard_negative_poo
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
 
 # One setting for every model and collection: an encoder rate in the papers' range (1e-5 to 3e-5;
-# 1e-4 collapsed a trained FirstP on held-out prose), validation after every epoch keeping the best
-# model (the same share of the work at any scale: evaluating every 10 steps took about a third of
-# MaxP's fit on 80 queries). benchmarks/effectiveness.py measures it on collections it was not
-# chosen on. Both stages train without attention dropout: PyTorch's fused CPU attention takes
-# none, and with it a step runs 1.4-1.7 times as long; on GCIDE every target held without it.
+# 1e-4 collapsed a trained FirstP on held-out prose), validation every few steps keeping the best
+# model. benchmarks/effectiveness.py measures it on collections it was not chosen on.
 RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4, top_k=10,
-                             valid_fraction=0.2, valid_metric="RR@10", attention_dropout=0.0)
+                             valid_fraction=0.2, valid_metric="RR@10", eval_every=10)
 # At CPU scale the passage stage needs a larger rate than the papers' 100k+ GPU steps (measured:
 # MiniLM at 3e-5 learned nothing in 120 steps of 8; at 1e-4 a usable ranker).
-RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=256, attention_dropout=0.0)
+RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=256)
 _WORD = re.compile(r"\w+")
 
 
@@ -56,9 +53,7 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
             an iterable, as ``train_passage_ranker``'s ``data``); ``None`` derives them from the
             documents (see the module doc); ``False`` skips the passage stage.
         passage_options / args: the passage stage's options over ``RECIPE_PASSAGE_STAGE``; the
-            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``). Both
-            defaults train with ``attention_dropout=0.0``; for an encoder whose attention dropout
-            the library does not know (a ValueError names it) pass ``attention_dropout=None`` in both.
+            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
     The report: per stage its wall and CPU seconds, and the passage stage's number of triples
     and first and last logged loss; the document stage's validation metric at the start, at its
