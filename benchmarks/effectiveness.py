@@ -99,6 +99,10 @@ def parse(argv=None):
                              "document.eval_every=20, triples.window=80 (written as effectiveness-<collection>-trial-...)")
     parser.add_argument("--passage-stage-only", action="store_true",
                         help="build the collections and train their passage stages (which later runs reuse), then stop")
+    parser.add_argument("--passage-study", metavar="SEEDS",
+                        help="comma-separated seeds: the passage stage alone (with any --setting passage.*), each "
+                             "seed's final loss and zero-shot RR on the document stage's training queries, on the "
+                             "tuning collection (no test query is scored)")
     parser.add_argument("--far-distractors", action="store_true",
                         help="no training: how often each collection's test documents name the queried term where "
                              "FirstP reads (written as effectiveness-far-distractors)")
@@ -122,9 +126,10 @@ def main(argv=None) -> int:
     if args.merge:
         return merge_runs(args.merge, results_dir, args.quick)
     collections = [c.strip() for c in (args.tune_collection if args.tune else args.collections).split(",")]
-    if args.setting and collections != [args.tune_collection]:
-        raise SystemExit(f"--setting is a trial on the tuning collection ({args.tune_collection}) only: settings are "
-                         f"never chosen on the reported collections; got --collections {','.join(collections)}")
+    if (args.setting or args.passage_study) and collections != [args.tune_collection]:
+        raise SystemExit(f"--setting and --passage-study are trials on the tuning collection ({args.tune_collection}) "
+                         f"only: settings are never chosen on the reported collections; got --collections "
+                         f"{','.join(collections)}")
     check_prerequisites(collections, paths, args.backbone)
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")
@@ -138,6 +143,13 @@ def main(argv=None) -> int:
         if args.setting:
             data["description"] += TRIAL + ", ".join(args.setting)
         print(f"\n## {data['description']}", flush=True)
+        if args.passage_study:
+            study_seeds = [int(k) for k in args.passage_study.split(",")]
+            result = passage_study(data, study_seeds, sizes, backbone, dtype, output / name)
+            write_result(results_dir / results_stem(data["description"]).replace("effectiveness-", "effectiveness-passage-"),
+                         result, (time.time() - collection_started) / 60, dtype, study_seeds, passage_markdown(result))
+            print(passage_markdown(result), flush=True)
+            continue
         if args.far_distractors:
             distractors[name] = {"description": data["description"], **terms_read_by_firstp(data["tests"], backbone)}
             continue
@@ -219,11 +231,12 @@ def with_settings(sizes: dict, settings: list[str]) -> dict:
     return sizes
 
 
-def passage_stage(backbone: str, triples: pd.DataFrame, directory: Path, options: dict, dtype: str) -> tuple[str, float]:
+def passage_stage(backbone: str, triples: pd.DataFrame, directory: Path, options: dict, dtype: str,
+                  seed: int = 0) -> tuple[str, float]:
     """The passage stage (reused when the same stage was run before); its folder and CPU minutes."""
     from pyterrier_longdoc.training import train_passage_ranker
 
-    options = {**options, "seed": 0, "dtype": dtype}
+    options = {**options, "seed": seed, "dtype": dtype}
     content = zlib.crc32("\n".join(triples["query"] + "\t" + triples["positive"] + "\t" + triples["negative"]).encode())
     # the stamp of earlier runs, which named the precision by a bf16 flag: their stages are reused
     stamp = {"backbone": str(backbone), "triples": len(triples), "crc32": content,
@@ -311,6 +324,44 @@ def run_recipe(data: dict, sizes: dict, backbone: str, dtype: str, seeds: list[i
                          if fit else ""), flush=True)
                 del model
     return scores, validation, minutes
+
+
+def passage_study(data: dict, seeds: list[int], sizes: dict, backbone: str, dtype: str, output: Path) -> dict:
+    """``--passage-study``: the passage stage over ``seeds`` (the recipe shares one, seed 0), each
+    judged by its final training loss and by zero-shot FirstP and MaxP on the document stage's
+    training queries, which the passage stage never saw (no test query is scored)."""
+    options, _ = recipe_settings(sizes)
+    rows = {}
+    for seed in seeds:
+        folder = output / ("passage-stage" if seed == 0 else f"passage-stage-seed{seed}")
+        warm_start, cpu = passage_stage(backbone, data["warmup_triples"], folder, options, dtype, seed=seed)
+        log = json.loads((Path(warm_start) / "training_log.json").read_text())
+        rows[seed] = {"loss_first": log["loss_first"], "loss_last": log["loss_last"], "cpu_minutes": cpu}
+        for name in SEED_FREE_ZERO_SHOT:
+            by_query = reciprocal_ranks(build(name, warm_start, sizes, dtype, 0)(data["train"]["candidates"]))
+            rows[seed][f"zero-shot {name}"] = float(np.mean(list(by_query.values())))
+            rows[seed]["queries"] = len(by_query)
+        print(f"seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in rows[seed].items()), flush=True)
+    return {"description": data["description"], "options": options, "per_seed": rows,
+            "mean": {key: mean_and_half_width([row[key] for row in rows.values()])
+                     for key in ("loss_last", *(f"zero-shot {n}" for n in SEED_FREE_ZERO_SHOT))}}
+
+
+def mean_and_half_width(values: list[float]) -> list[float]:
+    """The mean and the half-width of its 95% t-interval (NaN below two values)."""
+    return [float(np.mean(values)), _half_width(pd.Series(values))]
+
+
+def passage_markdown(result: dict) -> str:
+    keys = ("loss_last", *(f"zero-shot {n}" for n in SEED_FREE_ZERO_SHOT))
+    queries = next(iter(result["per_seed"].values()))["queries"]
+    lines = [f"{result['description']}\n", f"Passage stage {result['options']}; zero-shot RR over the {queries} "
+             "training queries of the document stage (the passage stage never saw them; no test query).\n",
+             "| seed | final loss | zero-shot FirstP RR | zero-shot MaxP RR | CPU minutes |", "|---|---|---|---|---|"]
+    for seed, row in result["per_seed"].items():
+        lines.append(f"| {seed} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + f" | {row['cpu_minutes']:.1f} |")
+    lines.append("| mean (95% CI) | " + " | ".join("{:.3f} ± {:.3f}".format(*result["mean"][k]) for k in keys) + " | |")
+    return "\n".join(lines) + "\n"
 
 
 def zero_shot_cache(output: Path, name: str, warm_start: str, sizes: dict, dtype: str) -> Path:

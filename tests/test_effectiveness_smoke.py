@@ -174,6 +174,25 @@ def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, 
     assert text.startswith("Machine: ") and f"commit {result['commit']}" in text and "| bi-encoder MaxP |" in text
 
 
+def test_a_passage_study_trains_one_stage_per_seed_and_scores_no_test_query(dictionary, tmp_path):
+    common = ["--collections", "foldoc", "--dictionary", f"foldoc={dictionary}", "--output", tmp_path / "out",
+              "--results", tmp_path / "results"]
+    refused = benchmark("--passage-study", "0,1", *common, timeout=600)
+    assert refused.returncode != 0 and "tuning collection (gcide) only" in refused.stderr
+    proc = benchmark("--passage-study", "0,1", "--tune-collection", "foldoc", "--setting", "passage.steps=3", *common)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    name = "effectiveness-passage-foldoc-trial-passage_steps_3"
+    result = json.loads((tmp_path / "results" / f"{name}.json").read_text())
+    assert result["seeds"] == [0, 1] and set(result["per_seed"]) == {"0", "1"} and result["options"]["steps"] == 3
+    for seed, folder in (("0", "passage-stage"), ("1", "passage-stage-seed1")):
+        stage = json.loads((tmp_path / "out" / "foldoc" / folder / "passage-stage.json").read_text())
+        assert stage["stamp"]["seed"] == int(seed) and stage["stamp"]["steps"] == 3
+        row = result["per_seed"][seed]
+        assert 0 <= row["zero-shot FirstP"] <= 1 and 0 <= row["zero-shot MaxP"] <= 1 and row["loss_last"] is not None
+        assert row["queries"] == 8  # the document stage's training queries (QUICK: 8); no test query
+    assert "per_query" not in result and "| mean (95% CI) |" in (tmp_path / "results" / f"{name}.md").read_text()
+
+
 def test_far_distractors_count_the_term_where_firstp_reads(dictionary, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from effectiveness import terms_read_by_firstp
