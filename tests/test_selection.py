@@ -9,7 +9,7 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import TrainingArguments
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
 from pyterrier_longdoc.training.sampling import split_validation
-from pyterrier_longdoc.training.selection import TrainingBelowStartWarning
+from pyterrier_longdoc.training.selection import ChanceLevelWarning, TrainingBelowStartWarning
 from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 VALID = dict(valid_metric="RR@10")
@@ -72,9 +72,11 @@ def test_an_improving_run_ends_with_its_best_evaluation(tiny_bert):
     model = new_model(tiny_bert, pl.ParadeAvg)
     with warnings.catch_warnings():
         warnings.simplefilter("error", TrainingBelowStartWarning)
+        warnings.simplefilter("error", ChanceLevelWarning)  # it learns the task: far above a random order
         history = train_toy(model, eval_every=2)
     report = history.attrs["selection"]
     assert report["best"] > report["start"] and report["best_step"] > 0
+    assert report["best"] > report["random_p95"] >= report["random"]
     assert report["best"] == max(history["RR@10"].max(), report["start"])
     evaluated = history.dropna(subset=["RR@10"])
     assert evaluated["step"].tolist()[:3] == [2, 4, 6]  # every 2 steps (and every epoch's end)
@@ -176,3 +178,23 @@ def test_training_arguments_check_every_setting():
             TrainingArguments(**bad)
     with pytest.raises(TypeError, match=r"unknown fit option 'epoch'; valid options: .*epochs"):
         TrainingArguments.from_options({"epoch": 1})
+
+
+def test_the_chance_level_is_what_random_orders_of_the_candidates_score():
+    from pyterrier_longdoc.training.fit import chance_level
+
+    topics, qrels, candidates = toy_task(n_queries=8, docs_per_query=4)  # one relevant among 4
+    mean, p95 = chance_level(topics, qrels, candidates, "RR@10", seed=0)
+    assert mean == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4, abs=0.02)  # H(4) / 4
+    assert mean < p95 < 1.0 and (mean, p95) == chance_level(topics, qrels, candidates, "RR@10", seed=0)
+
+
+def test_a_run_no_better_than_a_random_order_warns(tiny_bert, monkeypatch):
+    """A model that learned nothing (here: every evaluation scores a random order's RR) is named."""
+    fit_module = __import__("pyterrier_longdoc.training.fit", fromlist=["evaluate"])
+    monkeypatch.setattr(fit_module, "evaluate", lambda *args, **kwargs: 0.25)
+    topics, qrels, candidates = toy_task()
+    with pytest.warns(ChanceLevelWarning, match=r"no better than a random order \(RR@10 0.2500; random orders"):
+        history = new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, **validation(topics, qrels, candidates))
+    report = history.attrs["selection"]
+    assert report["best"] == 0.25 <= report["random"] <= report["random_p95"]

@@ -53,7 +53,10 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
         load_best_model_at_end: (default True) restore the best evaluated model at the end, the
             start included, so training never ends below its start on validation; a
             ``TrainingBelowStartWarning`` says when the last evaluation was below the start. The
-            history's ``attrs["selection"]`` holds the start, best, best step and last value.
+            history's ``attrs["selection"]`` holds the start, best, best step and last value, and
+            what random orders of the validation candidates score (``random``: their mean;
+            ``random_p95``: 95% of them score less); a ``ChanceLevelWarning`` says when the best
+            model is no better than that: nothing that tells the answers apart was learned.
         patience: stop after this many evaluations without improvement (early stopping).
         checkpoint_dir: written atomically every ``checkpoint_every`` steps and after every epoch;
             a later call with the same directory resumes from the newest valid checkpoint (a
@@ -128,11 +131,12 @@ def prepare(reranker: Scorer, args: TrainingArguments, topics, qrels, candidates
     identity = fingerprint(topics=data.topics[["qid", "query"]], qrels=data.qrels[["qid", "docno", "label"]],
                            candidates=ranked_negatives,
                            texts=pd.DataFrame({"docno": list(texts), "text": list(texts.values())}))
-    evaluate_now = None
+    evaluate_now, chance = None, None
     if valid is not None:
         identity.update(fingerprint(valid=valid[2][["qid", "docno", "query", reranker.text_field]]))
         evaluate_now = lambda: evaluate(reranker, *valid, args.valid_metric, data.lookup)  # noqa: E731
-    return PreparedData(data.topics, data.pools, texts, identity, evaluate_now)
+        chance = chance_level(*valid, args.valid_metric, args.seed)
+    return PreparedData(data.topics, data.pools, texts, identity, evaluate_now, chance)
 
 
 def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
@@ -149,6 +153,13 @@ def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candid
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cropping report belongs to users' own runs
         run = reranker.transform(frame)
+    return run_metric(run, topics, qrels, metric)
+
+
+def run_metric(run: pd.DataFrame, topics: pd.DataFrame, qrels: pd.DataFrame, metric: str) -> float:
+    """Mean ``metric`` of a run ``qid, docno, score`` over ``topics``."""
+    import ir_measures
+
     measure = ir_measures.parse_measure(metric)
     qrels = qrels[qrels["qid"].astype(str).isin(set(topics["qid"].astype(str)))]  # the mean is over these topics
     result = ir_measures.calc_aggregate(
@@ -157,6 +168,18 @@ def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candid
              .astype({"query_id": str, "doc_id": str}),
         run.rename(columns={"qid": "query_id", "docno": "doc_id"}).astype({"query_id": str, "doc_id": str}))
     return float(result[measure])
+
+
+def chance_level(topics: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataFrame, metric: str, seed: int,
+                 orders: int = 200) -> tuple[float, float]:
+    """``(mean, 95th percentile)`` of ``metric`` over random orders of the validation candidates:
+    what a model that learned nothing scores, and what it scores by luck 1 time in 20."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, 20])
+    run = candidates[["qid", "docno"]]
+    values = [run_metric(run.assign(score=rng.random(len(run))), topics, qrels, metric) for _ in range(orders)]
+    return float(np.mean(values)), float(np.percentile(values, 95))
 
 
 def document_texts(lookup, docnos: list[str], text_field: str, context) -> dict[str, str]:

@@ -57,7 +57,8 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
     The report: per stage its wall and CPU seconds, and the passage stage's number of triples
     and first and last logged loss; the document stage's validation metric at the start, at its
-    best and at the end, and whether the best model was restored.
+    best and at the end, what random orders of the validation candidates score (``random``,
+    ``random_p95``) and whether the best model was restored.
     """
     from .passage import train_passage_ranker
 

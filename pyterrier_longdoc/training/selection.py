@@ -103,8 +103,24 @@ class Selection:
                           TrainingBelowStartWarning, stacklevel=stacklevel)
 
 
+    def warn_if_at_chance(self, chance: float, chance_p95: float, stacklevel: int = 4) -> None:
+        """The warning a run whose best model scores no more than random orders of the validation
+        candidates do 1 time in 20 gives: it ranks the answers no better than a random order."""
+        if self.best is None or self.best > chance_p95:
+            return
+        warnings.warn(f"the best model ranks the validation queries no better than a random order ({self.metric} "
+                      f"{self.best:.4f}; random orders of the same candidates: {chance:.4f} on average, 5% of them "
+                      f"above {chance_p95:.4f}). The starting model may have learned nothing (a passage stage that "
+                      "did not take off: more steps or another seed), or there are too few validation queries to "
+                      "tell.", ChanceLevelWarning, stacklevel=stacklevel)
+
+
 class TrainingBelowStartWarning(UserWarning):
     """Training ended with a validation metric below the starting model's."""
+
+
+class ChanceLevelWarning(UserWarning):
+    """The best model's validation metric is no better than a random order of the candidates."""
 
 
 def trainable_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:

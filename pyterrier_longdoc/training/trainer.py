@@ -34,6 +34,7 @@ class PreparedData:
     texts: dict[str, str]
     fingerprint: dict
     evaluate: Callable[[], float] | None = None
+    chance: tuple[float, float] | None = None  # random orders' validation metric: mean, 95th percentile
 
 
 class CheckpointedRun:
@@ -254,6 +255,9 @@ class Trainer(CheckpointedRun):
                 self.checkpoint()  # the last checkpoint holds the selected model: from_pretrained(checkpoint_dir)
         self.selection.warn_if_below_start(restored=restore, stacklevel=6)
         history.attrs["selection"] = {**self.selection.report(), "restored": restore}
+        if self.data.chance is not None:
+            self.selection.warn_if_at_chance(*self.data.chance, stacklevel=6)
+            history.attrs["selection"].update(random=self.data.chance[0], random_p95=self.data.chance[1])
         return history
 
 
