@@ -183,15 +183,15 @@ def chance_level(topics: pd.DataFrame, qrels: pd.DataFrame, candidates: pd.DataF
     orders = int(np.clip(100_000 // max(len(qids), 1), 20, 200))
     run = candidates[["qid", "docno"]].astype(str)
     qrels = qrels[qrels["qid"].astype(str).isin(qids)].astype({"qid": str, "docno": str})
-    # every order's run under its own query ids, evaluated in one call
-    tagged = lambda frame, k: frame.assign(qid=frame["qid"] + f"\x00{k}")  # noqa: E731
+    # every order's run under its own query ids ("<qid>@order<k>"), evaluated in one call
+    tagged = lambda frame, k: frame.assign(qid=frame["qid"] + f"@order{k}")  # noqa: E731
     runs = pd.concat([tagged(run, k) for k in range(orders)], ignore_index=True)
     runs["score"] = np.random.default_rng([seed, 20]).random(len(runs))
     judged = pd.concat([tagged(qrels, k) for k in range(orders)], ignore_index=True)
     per_query = pd.DataFrame([(m.query_id, m.value) for m in ir_measures.iter_calc(
         [measure], judged.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"}),
         runs.rename(columns={"qid": "query_id", "docno": "doc_id"}))], columns=["qid", "value"])
-    values = per_query.groupby(per_query["qid"].str.rsplit("\x00", n=1).str[1])["value"].mean()
+    values = per_query.groupby(per_query["qid"].str.rsplit("@order", n=1).str[1])["value"].mean()
     return float(values.mean()), float(np.percentile(values, 95))
 
 

@@ -102,7 +102,6 @@ class Selection:
             warnings.warn(f"{ended}; the last weights were kept (load_best_model_at_end=False)",
                           TrainingBelowStartWarning, stacklevel=stacklevel)
 
-
     def warn_if_at_chance(self, chance: float, chance_p95: float, stacklevel: int = 4) -> None:
         """The warning a run whose best model scores no more than random orders of the validation
         candidates do 1 time in 20 gives: it ranks the answers no better than a random order."""
