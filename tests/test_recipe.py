@@ -46,6 +46,7 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert passage["steps"] == 3 and passage["triples"] > 0 and passage["loss_first"] is not None
     assert (tmp_path / "passage-stage" / "config.json").exists()
     assert document["best"] >= document["start"] and document["restored"] and document["steps"] == 4
+    assert 0 < document["random"] <= document["random_p95"] <= 1  # what random orders of its candidates score
     assert document["seconds"] > 0 and passage["cpu_seconds"] > 0
     skipped, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, candidates,
                                                  output_dir=tmp_path / "again", args=args, passages=False,
