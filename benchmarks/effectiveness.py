@@ -154,8 +154,9 @@ def main(argv=None) -> int:
         if args.passage_study:
             study_seeds = [int(k) for k in args.passage_study.split(",")]
             result = passage_study(data, study_seeds, sizes, backbone, dtype, output / name)
-            write_result(results_dir / results_stem(data["description"]).replace("effectiveness-", "effectiveness-passage-"),
-                         result, (time.time() - collection_started) / 60, dtype, study_seeds, passage_markdown(result))
+            stem = results_stem(data["description"]).replace("effectiveness-", "effectiveness-passage-")
+            write_result(results_dir / stem, result, (time.time() - collection_started) / 60, dtype, study_seeds,
+                         passage_markdown(result))
             print(passage_markdown(result), flush=True)
             continue
         if args.far_distractors:
@@ -365,7 +366,8 @@ def passage_markdown(result: dict) -> str:
              "| seed | final loss | zero-shot FirstP RR | zero-shot MaxP RR | CPU minutes |", "|---|---|---|---|---|"]
     for seed, row in result["per_seed"].items():
         lines.append(f"| {seed} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + f" | {row['cpu_minutes']:.1f} |")
-    lines.append("| mean (95% CI) | " + " | ".join("{:.3f} ± {:.3f}".format(*result["mean"][k]) for k in keys) + " | |")
+    means = " | ".join("{:.3f} ± {:.3f}".format(*result["mean"][k]) for k in keys)
+    lines.append(f"| mean (95% CI) | {means} | |")
     return "\n".join(lines) + "\n"
 
 
