@@ -351,8 +351,13 @@ def passage_study(data: dict, seeds: list[int], sizes: dict, backbone: str, dtyp
             rows[seed][f"zero-shot {name}"] = float(np.mean(list(by_query.values())))
             rows[seed]["queries"] = len(by_query)
         print(f"seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in rows[seed].items()), flush=True)
-    return {"description": data["description"], "options": options, "per_seed": rows,
-            "mean": {key: [float(np.mean(values)), _half_width(pd.Series(values))]  # mean, 95% CI half-width
+    return passage_result(data["description"], options, rows)
+
+
+def passage_result(description: str, options: dict, rows: dict) -> dict:
+    """A passage study's rows ``{seed: row}`` with their means and 95% CI half-widths."""
+    return {"description": description, "options": options, "per_seed": rows,
+            "mean": {key: [float(np.mean(values)), _half_width(pd.Series(values))]
                      for key in ("loss_last", *(f"zero-shot {n}" for n in SEED_FREE_ZERO_SHOT))
                      for values in [[row[key] for row in rows.values()]]}}
 
@@ -725,6 +730,16 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
     collections = {re.sub(r" \(built in \d+ s\)", "", p["description"]) for p in parts}
     if len({p["dtype"] for p in parts}) > 1 or len(collections) > 1:
         raise SystemExit("--merge: the runs differ in their collection or dtype")
+    if all("per_seed" in p for p in parts):  # passage studies: their rows, means again
+        if len({json.dumps(p["options"], sort_keys=True) for p in parts}) > 1:
+            raise SystemExit("--merge: the passage studies differ in their options")
+        result = passage_result(parts[0]["description"], parts[0]["options"],
+                                dict(sorted((int(seed), row) for p in parts for seed, row in p["per_seed"].items())))
+        stem = results_stem(result["description"]).replace("effectiveness-", "effectiveness-passage-")
+        write_result(results_dir / stem, result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
+                     sorted(seeds), passage_markdown(result))
+        print(passage_markdown(result))
+        return 0
     scores, validation, minutes = {}, {}, {}
     for part in parts:
         for system, by_split in part["per_query"].items():

@@ -191,6 +191,20 @@ def test_a_passage_study_trains_one_stage_per_seed_and_scores_no_test_query(dict
         assert 0 <= row["zero-shot FirstP"] <= 1 and 0 <= row["zero-shot MaxP"] <= 1 and row["loss_last"] is not None
         assert row["queries"] == 8  # the document stage's training queries (QUICK: 8); no test query
     assert "per_query" not in result and "| mean (95% CI) |" in (tmp_path / "results" / f"{name}.md").read_text()
+    # studies over other seeds (--seed-list in other processes) merge into the study of them all
+    parts = []
+    for seed in ("1", "0"):
+        part = {**result, "seeds": [int(seed)], "per_seed": {seed: result["per_seed"][seed]}}
+        parts.append(tmp_path / f"part{seed}.json")
+        parts[-1].write_text(json.dumps(part))
+    merged = benchmark("--merge", *parts, "--results", tmp_path / "merged", timeout=600)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    again = json.loads((tmp_path / "merged" / f"{name}.json").read_text())
+    assert again["seeds"] == [0, 1] and list(again["per_seed"]) == ["0", "1"] and again["mean"] == result["mean"]
+    other = json.loads(parts[0].read_text())
+    parts[0].write_text(json.dumps({**other, "options": {**other["options"], "steps": 4}}))
+    refused = benchmark("--merge", *parts, "--results", tmp_path / "refused", timeout=600)
+    assert refused.returncode != 0 and "differ in their options" in refused.stderr
 
 
 def test_far_distractors_count_the_term_where_firstp_reads(dictionary, tmp_path, monkeypatch):

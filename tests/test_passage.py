@@ -1,5 +1,6 @@
 """The passage stage: sentence-transformers' CrossEncoder training, from triples or PyTerrier frames."""
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -126,10 +127,37 @@ def test_bad_frames_are_named(tiny_bert, tmp_path):
 @pytest.mark.parametrize("option, message", [
     ({"loss": "hinge"}, "loss must be one of"), ({"steps": 0}, "steps must be a positive integer"),
     ({"batch_size": 0}, "batch_size must be a positive integer"), ({"warmup": 1.0}, "warmup is a fraction"),
+    ({"lr": 0.0}, "lr must be a positive number"), ({"head_lr": -1e-3}, "head_lr must be a positive number or None"),
+    ({"head_lr": True}, "head_lr must be a positive number or None"),
 ])
 def test_bad_options_are_named(tiny_bert, tmp_path, option, message):
     with pytest.raises(ValueError, match=message):
         train_passage_ranker(tiny_bert, toy_triples(2, seed=0), tmp_path, **option)
+
+
+def _weights(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(path) / "model.safetensors"))
+
+
+@pytest.mark.parametrize("head_lr", [None, 1e-2])
+def test_head_lr_is_the_rate_of_the_head_alone(tiny_bert, tmp_path, head_lr):
+    """With an encoder rate too small to move anything, only ``head_lr`` moves the fresh head;
+    without it the head trains at the encoder's rate (it stays where the seed drew it)."""
+    start = _weights(train_passage_ranker(tiny_bert, toy_triples(4, seed=0), tmp_path / "start", steps=1,
+                                          lr=1e-12, batch_size=4, warmup=0.0, seed=3, dtype="fp32"))
+    end = _weights(train_passage_ranker(tiny_bert, toy_triples(40, seed=0), tmp_path / "end", steps=10,
+                                        lr=1e-12, head_lr=head_lr, batch_size=4, warmup=0.0, seed=3, dtype="fp32"))
+    moved = {name: float((end[name] - start[name]).abs().max()) for name in start}
+    head = [name for name in moved if name.startswith("classifier.")]
+    assert head and all(not name.startswith("classifier.") for name in moved if name not in head)
+    assert max(moved[name] for name in moved if name not in head) < 1e-6  # the encoder and pooler stay
+    if head_lr is None:
+        assert max(moved[name] for name in head) < 1e-6
+    else:
+        # AdamW moves the weights ~head_lr a step (a pairwise loss gives the bias no gradient)
+        assert moved["classifier.weight"] > 1e-3
 
 
 def test_mnrl_loss_trains_too(tiny_bert, tmp_path):

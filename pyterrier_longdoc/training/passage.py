@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,7 +44,8 @@ LOSSES = ("margin", "mnrl")
 def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str | os.PathLike = "passage-ranker", *,
                          topics: pd.DataFrame | None = None, qrels: pd.DataFrame | None = None,
                          passages: pd.DataFrame | None = None, candidates: pd.DataFrame | None = None,
-                         steps: int | None = None, epochs: int = 1, lr: float = 1e-4, batch_size: int = 8,
+                         steps: int | None = None, epochs: int = 1, lr: float = 1e-4, head_lr: float | None = None,
+                         batch_size: int = 8,
                          warmup: float = 0.1, loss: str = "margin", negatives_per_query: int = 1, top_k: int = 20,
                          max_length: int = 256, seed: int = 42, dtype: str | torch.dtype | None = "auto",
                          device: str | torch.device | None = None, verbose: bool = False,
@@ -66,6 +68,11 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
         steps: optimiser steps; default ``epochs`` passes over the triples.
         lr: the papers use 1e-5 to 3e-5 over 100k+ steps; a few hundred CPU steps need ~1e-4
             (measured: MiniLM at 3e-5 learns nothing in 120 steps of 8, at 1e-4 a usable ranker).
+        head_lr: the rate of the sequence-classification head (the parameters outside the
+            encoder: a fresh one over a plain encoder); default ``lr``. A fresh head at the
+            encoder's rate barely turns from its random direction in a few hundred steps, so
+            the encoder has to learn towards it; the papers' document training gives the head
+            ten times the encoder's rate, and so does ``RECIPE_PASSAGE_STAGE``.
         batch_size: triples per optimiser step.
         warmup: fraction of the steps with a linearly rising rate (then linear decay, the
             Trainer's default schedule).
@@ -95,7 +102,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
 
     check_attention_dropout(attention_dropout)
     _check_options(loss=loss, epochs=epochs, batch_size=batch_size, negatives_per_query=negatives_per_query,
-                   top_k=top_k, max_length=max_length, steps=steps, warmup=warmup)
+                   top_k=top_k, max_length=max_length, steps=steps, warmup=warmup, lr=lr, head_lr=head_lr)
     runtime = Runtime(dtype=_dtype_of(dtype, bf16), device=device)
     triples = _training_triples(data, topics, qrels, passages, candidates, negatives_per_query, top_k, seed)
 
@@ -105,7 +112,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     total_steps = steps or epochs * -(-len(triples) // batch_size)
     args = _trainer_arguments(runtime, output_dir, steps=steps, epochs=epochs, batch_size=batch_size, lr=lr,
                               warmup_steps=int(warmup * total_steps), seed=seed, total_steps=total_steps,
-                              verbose=verbose)
+                              verbose=verbose, rates=_head_rates(model.model, head_lr))
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
     if not verbose:
@@ -121,9 +128,14 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     return str(output_dir)
 
 
-def _check_options(*, loss: str, steps, warmup: float, **positive) -> None:
+def _check_options(*, loss: str, steps, warmup: float, lr, head_lr, **positive) -> None:
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    for name, value in (("lr", lr), ("head_lr", head_lr)):
+        if value is not None or name == "lr":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number{' or None' if name == 'head_lr' else ''}, "
+                                 f"got {value!r}")
     for name, value in positive.items():
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -161,10 +173,25 @@ def _training_triples(data, topics, qrels, passages, candidates, negatives_per_q
     return triples
 
 
+def _head_rates(model, head_lr: float | None) -> dict[str, float]:
+    """sentence-transformers' ``learning_rate_mapping`` (parameter-name patterns to rates) that
+    gives ``head_lr`` to the parameters of ``model`` outside its encoder (BERT's ``classifier``,
+    Llama's ``score``, ModernBERT's ``head`` and ``classifier``, ...)."""
+    if head_lr is None:
+        return {}
+    prefix = model.base_model_prefix + "."
+    head = [name for name, _ in model.named_parameters() if not name.startswith(prefix)]
+    if not head:
+        raise ValueError(f"head_lr: {type(model).__name__} has no parameters outside its encoder "
+                         f"({model.base_model_prefix!r})")
+    return {r"(^|\.)model\.(" + "|".join(re.escape(name) for name in head) + ")$": float(head_lr)}
+
+
 def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batch_size: int, lr: float,
-                       warmup_steps: int, seed: int, total_steps: int, verbose: bool):
-    """sentence-transformers' training arguments: the runtime's device and precision, no saving
-    on the way, the loss logged ten times for ``training_log.json``."""
+                       warmup_steps: int, seed: int, total_steps: int, verbose: bool, rates: dict[str, float]):
+    """sentence-transformers' training arguments: the runtime's device and precision, the
+    head's rate (``rates``), no saving on the way, the loss logged ten times for
+    ``training_log.json``."""
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
     device = runtime.devices()[0]
@@ -174,8 +201,8 @@ def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batc
         raise ValueError(f"dtype fp16 trains on a CUDA GPU only, not on {device}; use 'bf16' or 'fp32'")
     return CrossEncoderTrainingArguments(
         output_dir=str(Path(output_dir) / "trainer"), max_steps=steps or -1, num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size, learning_rate=lr, warmup_steps=warmup_steps,
-        weight_decay=0.0,
+        per_device_train_batch_size=batch_size, learning_rate=lr, learning_rate_mapping=rates,
+        warmup_steps=warmup_steps, weight_decay=0.0,
         seed=seed, data_seed=seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
         report_to="none", logging_strategy="steps", logging_steps=max(1, total_steps // 10),
         disable_tqdm=not verbose, dataloader_drop_last=False,
