@@ -52,3 +52,30 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
                                                  output_dir=tmp_path / "again", args=args, passages=False,
                                                  model_options=TOY_SETTINGS, dtype="fp32")
     assert "passage stage" not in report and not (tmp_path / "again").exists()
+
+
+def test_the_recipe_trains_both_stages_without_attention_dropout_and_the_head_faster(tiny_bert, tmp_path,
+                                                                                      monkeypatch):
+    """The recipe's defaults reach both stages: no attention dropout (PyTorch's fused CPU
+    attention), and the passage stage's head at ten times the encoder's rate."""
+    import importlib
+
+    stages = {"passage": importlib.import_module("pyterrier_longdoc.training.passage"),
+              "document": importlib.import_module("pyterrier_longdoc.training.fit")}
+    rates, head_rates = {}, {}
+    for stage, module in stages.items():
+        def spy(model, p, stage=stage, original=module.training_attention_dropout):
+            rates[stage] = p
+            return original(model, p)
+        monkeypatch.setattr(module, "training_attention_dropout", spy)
+    original_rates = stages["passage"]._head_rates
+    monkeypatch.setattr(stages["passage"], "_head_rates",
+                        lambda model, head_lr: head_rates.setdefault("mapping", original_rates(model, head_lr)))
+    recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
+    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)  # the defaults otherwise
+    topics, qrels, candidates = toy_task()
+    train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path,
+                               passage_options=dict(steps=1, batch_size=4, max_length=48),
+                               model_options=TOY_SETTINGS, dtype="fp32")
+    assert rates == {"passage": 0.0, "document": 0.0}
+    assert list(head_rates["mapping"].values()) == [10 * recipe.RECIPE_PASSAGE_STAGE["lr"]]
