@@ -698,14 +698,20 @@ def results_stem(description: str) -> str:
     return f"effectiveness-{name}" + ("-trial-" + "-".join(re.sub(r"\W+", "_", s) for s in settings) if settings else "")
 
 
-def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: list[int], text: str) -> None:
+def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: list[int], text: str,
+                 parts: list[dict] | None = None) -> None:
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
-    commit and time taken."""
+    commit and time taken; a merge (``parts``) also names the commit and date of each run merged."""
     header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
               "commit": _common_commit(), "wall_minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
+    runs = [{key: part.get(key) for key in ("commit", "date", "seeds")} for part in parts or []]
+    if runs:
+        header["runs"] = runs
     stem.with_suffix(".json").write_text(json.dumps({**header, **result}, indent=1))
+    merged = "".join(f"; merged from the run at commit {r['commit']} ({r['date']}, seeds {r['seeds']})" for r in runs)
     stem.with_suffix(".md").write_text(f"Machine: {header['machine']}; {header['date']}; commit {header['commit']}; "
-                                       f"{header['wall_minutes']} min wall; dtype {dtype}; seeds {seeds}\n\n{text}")
+                                       f"{header['wall_minutes']} min wall; dtype {dtype}; seeds {seeds}{merged}"
+                                       f"\n\n{text}")
 
 
 def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
@@ -723,7 +729,8 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
         result = tune_result(parts[0]["description"], reports, parts[0]["validation_queries"],
                              recipe_settings(dict(QUICK if quick else FULL))[1]["lr"])
         write_result(results_dir / tune_stem(result["description"].split()[0], reports), result,
-                     sum(p["wall_minutes"] for p in parts), parts[0]["dtype"], sorted(seeds), tune_markdown(result))
+                     sum(p["wall_minutes"] for p in parts), parts[0]["dtype"], sorted(seeds), tune_markdown(result),
+                     parts)
         print(tune_markdown(result))
         return 0
     # the description names the time its collection took to build, which differs between processes
@@ -737,7 +744,7 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
                                 dict(sorted((int(seed), row) for p in parts for seed, row in p["per_seed"].items())))
         stem = results_stem(result["description"]).replace("effectiveness-", "effectiveness-passage-")
         write_result(results_dir / stem, result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
-                     sorted(seeds), passage_markdown(result))
+                     sorted(seeds), passage_markdown(result), parts)
         print(passage_markdown(result))
         return 0
     scores, validation, minutes = {}, {}, {}
@@ -752,7 +759,7 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
                 minutes.setdefault(stage, []).extend(values)
     result = collection_result(scores, validation, minutes, parts[0]["description"])
     write_result(results_dir / results_stem(parts[0]["description"]), result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
-                 sorted(seeds), report_markdown(result))
+                 sorted(seeds), report_markdown(result), parts)
     print(report_markdown(result))
     return exit_status(result["targets"], quick)
 

@@ -201,6 +201,9 @@ def test_a_passage_study_trains_one_stage_per_seed_and_scores_no_test_query(dict
     assert merged.returncode == 0, merged.stderr[-3000:]
     again = json.loads((tmp_path / "merged" / f"{name}.json").read_text())
     assert again["seeds"] == [0, 1] and list(again["per_seed"]) == ["0", "1"] and again["mean"] == result["mean"]
+    assert [run["seeds"] for run in again["runs"]] == [[1], [0]] and {run["commit"] for run in again["runs"]} == {
+        result["commit"]}
+    assert f"merged from the run at commit {result['commit']}" in (tmp_path / "merged" / f"{name}.md").read_text()
     other = json.loads(parts[0].read_text())
     parts[0].write_text(json.dumps({**other, "options": {**other["options"], "steps": 4}}))
     refused = benchmark("--merge", *parts, "--results", tmp_path / "refused", timeout=600)
