@@ -54,28 +54,34 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert "passage stage" not in report and not (tmp_path / "again").exists()
 
 
-def test_the_recipe_trains_both_stages_without_attention_dropout_and_the_head_faster(tiny_bert, tmp_path,
-                                                                                      monkeypatch):
-    """The recipe's defaults reach both stages: no attention dropout (PyTorch's fused CPU
-    attention), and the passage stage's head at ten times the encoder's rate."""
+
+def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypatch):
+    """Without args and passage_options, the passage stage runs with RECIPE_PASSAGE_STAGE and fit
+    with RECIPE_DOCUMENT_STAGE (and the recipe's seed)."""
     import importlib
 
-    stages = {"passage": importlib.import_module("pyterrier_longdoc.training.passage"),
-              "document": importlib.import_module("pyterrier_longdoc.training.fit")}
-    rates, head_rates = {}, {}
-    for stage, module in stages.items():
-        def spy(model, p, stage=stage, original=module.training_attention_dropout):
-            rates[stage] = p
-            return original(model, p)
-        monkeypatch.setattr(module, "training_attention_dropout", spy)
-    original_rates = stages["passage"]._head_rates
-    monkeypatch.setattr(stages["passage"], "_head_rates",
-                        lambda model, head_lr: head_rates.setdefault("mapping", original_rates(model, head_lr)))
+    from pyterrier_longdoc.training import passage
+    from pyterrier_longdoc.training.trainer import Trainer
+
     recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
-    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)  # the defaults otherwise
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)  # small, the defaults otherwise
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
+    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
+    seen = {}
+    original_passage, original_trainer = passage.train_passage_ranker, Trainer.__init__
+
+    def passage_spy(backbone, data, output_dir, **options):
+        seen["passage"] = options
+        return original_passage(backbone, data, output_dir, **options)
+
+    def trainer_spy(self, reranker, args, *rest, **kwargs):
+        seen["document"] = args
+        original_trainer(self, reranker, args, *rest, **kwargs)
+
+    monkeypatch.setattr(passage, "train_passage_ranker", passage_spy)
+    monkeypatch.setattr(Trainer, "__init__", trainer_spy)
     topics, qrels, candidates = toy_task()
     train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path,
-                               passage_options=dict(steps=1, batch_size=4, max_length=48),
-                               model_options=TOY_SETTINGS, dtype="fp32")
-    assert rates == {"passage": 0.0, "document": 0.0}
-    assert list(head_rates["mapping"].values()) == [10 * recipe.RECIPE_PASSAGE_STAGE["lr"]]
+                               model_options=TOY_SETTINGS, dtype="fp32", seed=5)
+    assert seen["passage"] == {**recipe.RECIPE_PASSAGE_STAGE, "seed": 5, "dtype": "fp32"}
+    assert seen["document"] == TrainingArguments(**recipe.RECIPE_DOCUMENT_STAGE, seed=5)
