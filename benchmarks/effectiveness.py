@@ -34,8 +34,8 @@ validation query of each other (a tie, which keeps the recipe's rate). GCIDE res
 its zero-shot MaxP and PARADE-Attn start at validation RR@10 0.975 (19 of 20 answers first).
 A faster recipe (no attention dropout in either stage, the passage head at ten times the
 encoder's rate, validation every 20 steps), chosen on GCIDE by passage studies over four seeds and
-a three-seed trial, was run on FOLDOC and WordNet and not adopted: FOLDOC's passage stage ended
-near a random order (``effectiveness-*-rejected-*`` files).
+a three-seed trial, was run on FOLDOC and not adopted: it left every model there at a random
+order's RR (``effectiveness-foldoc-faster-recipe-rejected``, two seeds merged).
 
 The recipe shares one passage stage (seed 0) between models and seeds, so the seeds' intervals do
 not hold its variation: ``--passage-study`` trains it over several seeds on the tuning collection
