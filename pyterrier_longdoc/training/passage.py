@@ -22,6 +22,7 @@ a few hundred triples and a larger rate (1e-4) already give a usable ranker (see
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import re
 import warnings
@@ -146,7 +147,7 @@ def _check_options(*, loss: str, steps, warmup: float, lr, head_lr, **positive) 
 
 
 def _positive_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value < float("inf")
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) and 0 < value < float("inf")
 
 
 def _dtype_of(dtype, bf16: bool | None):
