@@ -54,7 +54,6 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert "passage stage" not in report and not (tmp_path / "again").exists()
 
 
-
 def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypatch):
     """Without args and passage_options, the passage stage runs with RECIPE_PASSAGE_STAGE and fit
     with RECIPE_DOCUMENT_STAGE (and the recipe's seed)."""
