@@ -158,9 +158,8 @@ def main(argv=None) -> int:
         if args.passage_study:
             study_seeds = [int(k) for k in args.passage_study.split(",")]
             result = passage_study(data, study_seeds, sizes, backbone, dtype, output / name)
-            stem = results_stem(data["description"]).replace("effectiveness-", "effectiveness-passage-")
-            write_result(results_dir / stem, result, (time.time() - collection_started) / 60, dtype, study_seeds,
-                         passage_markdown(result))
+            write_result(results_dir / passage_stem(data["description"]), result,
+                         (time.time() - collection_started) / 60, dtype, study_seeds, passage_markdown(result))
             print(passage_markdown(result), flush=True)
             continue
         if args.far_distractors:
@@ -702,6 +701,11 @@ def results_stem(description: str) -> str:
     return f"effectiveness-{name}" + ("-trial-" + "-".join(re.sub(r"\W+", "_", s) for s in settings) if settings else "")
 
 
+def passage_stem(description: str) -> str:
+    """A passage study's file stem: ``effectiveness-passage-<collection>[-trial-...]``."""
+    return results_stem(description).replace("effectiveness-", "effectiveness-passage-")
+
+
 def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: list[int], text: str,
                  parts: list[dict] | None = None) -> None:
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
@@ -746,9 +750,8 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
             raise SystemExit("--merge: the passage studies differ in their options")
         result = passage_result(parts[0]["description"], parts[0]["options"],
                                 dict(sorted((int(seed), row) for p in parts for seed, row in p["per_seed"].items())))
-        stem = results_stem(result["description"]).replace("effectiveness-", "effectiveness-passage-")
-        write_result(results_dir / stem, result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
-                     sorted(seeds), passage_markdown(result), parts)
+        write_result(results_dir / passage_stem(result["description"]), result, sum(p["wall_minutes"] for p in parts),
+                     parts[0]["dtype"], sorted(seeds), passage_markdown(result), parts)
         print(passage_markdown(result))
         return 0
     scores, validation, minutes = {}, {}, {}

@@ -151,7 +151,7 @@ def test_head_lr_is_the_rate_of_the_head_alone(tiny_bert, tmp_path, head_lr):
                                         lr=1e-12, head_lr=head_lr, batch_size=4, warmup=0.0, seed=3, dtype="fp32"))
     moved = {name: float((end[name] - start[name]).abs().max()) for name in start}
     head = [name for name in moved if name.startswith("classifier.")]
-    assert head and all(not name.startswith("classifier.") for name in moved if name not in head)
+    assert head
     assert max(moved[name] for name in moved if name not in head) < 1e-6  # the encoder and pooler stay
     if head_lr is None:
         assert max(moved[name] for name in head) < 1e-6

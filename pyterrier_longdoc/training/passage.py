@@ -22,7 +22,6 @@ a few hundred triples and a larger rate (1e-4) already give a usable ranker (see
 from __future__ import annotations
 
 import contextlib
-import numbers
 import os
 import re
 import warnings
@@ -36,6 +35,7 @@ import torch
 from .._backbone import check_attention_dropout, training_attention_dropout
 from .._runtime import Runtime
 from .._frames import numeric_column, require_frame, row_positions
+from .arguments import _is_number
 
 __all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
 
@@ -147,7 +147,7 @@ def _check_options(*, loss: str, steps, warmup: float, lr, head_lr, **positive) 
 
 
 def _positive_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, numbers.Real) and 0 < value < float("inf")
+    return _is_number(value) and value > 0
 
 
 def _dtype_of(dtype, bf16: bool | None):
