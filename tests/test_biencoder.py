@@ -35,17 +35,17 @@ def cosine(model, first: str, second: str) -> float:
 
 
 def test_firstp_is_sentence_transformers_on_one_window(minilm, sentence_transformer):
-    model = pl.BiEncoderFirstP(minilm)
+    model = pl.BiEncoderFirstP(minilm, dtype="fp32")  # sentence-transformers' precision on a GPU too
     assert model.settings["pooling"] == "mean" and model.settings["normalize"] is True
     assert model.settings["max_length"] == 256  # the folder's max_seq_length
     np.testing.assert_allclose(model.predict([(QUERY, DOC)]), [cosine(sentence_transformer, QUERY, DOC)], rtol=1e-5)
-    prefixed = pl.BiEncoderFirstP(minilm, query_prefix="query: ", doc_prefix="passage: ")
+    prefixed = pl.BiEncoderFirstP(minilm, query_prefix="query: ", doc_prefix="passage: ", dtype="fp32")
     np.testing.assert_allclose(prefixed.predict([(QUERY, DOC)]),
                                [cosine(sentence_transformer, "query: " + QUERY, "passage: " + DOC)], rtol=1e-5)
 
 
 def test_maxp_is_the_best_window_as_sentence_transformers_embeds_it(minilm, sentence_transformer):
-    model = pl.BiEncoderMaxP(minilm, window=6, stride=3)
+    model = pl.BiEncoderMaxP(minilm, window=6, stride=3, dtype="fp32")
     doc_ids = model.model.tokenization([DOC], 1000)[0][0].tolist()
     cls, sep = sentence_transformer.tokenizer.cls_token_id, sentence_transformer.tokenizer.sep_token_id
     windows = [[cls] + doc_ids[s:e] + [sep] for s, e in model.chunk_spans(DOC)]
@@ -75,7 +75,7 @@ def tiny_sentence_transformer(tiny_bert, tmp_path_factory):
 
 def test_the_folders_pooling_prompts_similarity_and_length_are_used(tiny_sentence_transformer):
     path, model = tiny_sentence_transformer
-    ranker = pl.BiEncoderFirstP(path)
+    ranker = pl.BiEncoderFirstP(path, dtype="fp32")
     assert {k: ranker.settings[k] for k in ("pooling", "similarity", "query_prefix", "doc_prefix", "max_length")} == {
         "pooling": "cls", "similarity": "dot", "query_prefix": "query: ", "doc_prefix": "passage: ", "max_length": 40}
     short = "red cat castle"

@@ -37,7 +37,7 @@ def rankllama_input(tokenizer, query: str, document: str) -> list[int]:
 def test_a_window_scores_as_the_checkpoint_does_on_rankllamas_input(lm):
     from transformers import AutoTokenizer
 
-    model = pl.LLMFirstP(lm, max_length=128)
+    model = pl.LLMFirstP(lm, max_length=128, dtype="fp32")  # the checkpoint's own precision on a GPU too
     expected = reference_scores(lm, [rankllama_input(AutoTokenizer.from_pretrained(lm), QUERY, DOC)])
     np.testing.assert_allclose(model.predict([(QUERY, DOC)]), expected, rtol=1e-5, atol=1e-6)
 
@@ -46,7 +46,7 @@ def test_every_maxp_window_is_the_checkpoints_score_of_template_and_window(lm):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(lm)
-    model = pl.LLMMaxP(lm, window=4, stride=2, query_prefix="Q: ", doc_prefix="D: ")
+    model = pl.LLMMaxP(lm, window=4, stride=2, query_prefix="Q: ", doc_prefix="D: ", dtype="fp32")
     doc_ids = model.model.tokenization([DOC], 1000)[0][0].tolist()
     layout = model.model.layout
     query_ids = model.model.query_tokenization([QUERY], 32)[0][0].tolist()
@@ -147,7 +147,7 @@ def test_fit_trains_the_adapters_and_the_head_only(lm, tmp_path):
 
 @pytest.fixture(scope="module")
 def trained(lm):
-    model = pl.LLMFirstP(lm, max_length=128)  # the whole of DOC
+    model = pl.LLMFirstP(lm, max_length=128, dtype="fp32")  # the whole of DOC, in fp32 on a GPU too
     margin_training(model, steps=3, lr=1e-2)  # the adapters' B are no longer zero
     return model
 
@@ -166,7 +166,7 @@ def test_saved_adapters_load_with_peft_onto_the_base_model(trained, lm, tmp_path
     np.testing.assert_allclose(ours, [expected], rtol=1e-4)
     assert abs(expected - reference_scores(lm, [ids])[0]) > 1e-4  # training changed the score
     # the adapter folder is a starting point too (RankLLaMA's published form), merged into its base
-    np.testing.assert_allclose(pl.LLMFirstP(str(tmp_path / "adapter"), max_length=128, lora=None).predict(
+    np.testing.assert_allclose(pl.LLMFirstP(str(tmp_path / "adapter"), max_length=128, lora=None, dtype="fp32").predict(
         [(QUERY, DOC)]), ours, rtol=1e-4)
 
 
@@ -179,7 +179,7 @@ def test_merging_keeps_the_scores_and_saves_a_plain_cross_encoder(trained, tmp_p
     assert not any("lora_" in name for name, _ in trained.model.named_parameters())
     np.testing.assert_allclose(trained.predict([(QUERY, DOC)]), before, rtol=1e-4)
     trained.save_pretrained(tmp_path / "merged")
-    np.testing.assert_array_equal(pl.LongDocReranker.from_pretrained(tmp_path / "merged").predict([(QUERY, DOC)]),
+    np.testing.assert_array_equal(pl.LongDocReranker.from_pretrained(tmp_path / "merged", dtype="fp32").predict([(QUERY, DOC)]),
                                   trained.predict([(QUERY, DOC)]))
     trained.save_cross_encoder(tmp_path / "cross")
     ids = rankllama_input(AutoTokenizer.from_pretrained(tmp_path / "cross"), QUERY, DOC)
