@@ -7,6 +7,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The suite's reference values are the CPU's fp32 ones (on a GPU the models default to bf16), so
+# GPUs are hidden from it; tests/test_cuda.py checks the GPU, shown by LONGDOC_TESTS_ON_CUDA=1.
+if os.environ.get("LONGDOC_TESTS_ON_CUDA") != "1":
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 def pytest_configure(config):

@@ -250,3 +250,44 @@ def far_relevant_corpus(seed: int = 7, n_passages: int = 300) -> tuple[pd.DataFr
     )
     qrels = pd.DataFrame({"qid": queries["qid"], "docno": [f"p{i}" for i in range(FAR_RELEVANT_QUERIES)], "label": 1})
     return passages, queries, qrels
+
+
+SMALL_MODEL = {"max_query_tokens": 8, "max_doc_tokens": 64, "max_length": 48}
+
+
+def small_model(name, tiny_bert, tmp_path, **runtime):
+    """A registered model over a tiny backbone (its own where it needs another than the tiny BERT)."""
+    from zoo_backbones import tiny_backbone_for
+
+    cls = pl.model_class(name)
+    custom = tiny_backbone_for(name, tmp_path)
+    if custom is not None:
+        path, settings = custom
+        return cls(path, **settings, **runtime)
+    settings = dict(SMALL_MODEL)
+    if cls.defaults.get("window"):
+        settings.update(window=12, stride=6)
+    return cls(tiny_bert, **settings, **runtime)
+
+
+# the passage stage's toy task
+ANIMALS = "cat dog bird fish".split()
+OTHER = "red blue green castle river mountain forest city house door window book paper music song".split()
+
+
+def toy_triples(n, seed):
+    """Queries name an animal; the positive passage mentions it among random words, the negative
+    is random words only."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        animal = rng.choice(ANIMALS)
+        filler = lambda: " ".join(rng.choice(OTHER) for _ in range(6))  # noqa: E731
+        rows.append((f"what is {animal}", f"{filler()} {animal} {filler()}", f"{filler()} {filler()}"))
+    return rows
+
+
+def pairwise_accuracy(model, triples):
+    scores = model.predict([(q, p) for q, p, _ in triples] + [(q, n) for q, _, n in triples], batch_size=64,
+                           activation_fn=torch.nn.Identity())  # logits: a sigmoid saturates into ties
+    return float(np.mean(scores[:len(triples)] > scores[len(triples):]))

@@ -8,28 +8,7 @@ import torch
 from pyterrier.measures import nDCG
 
 import pyterrier_longdoc as pl
-from helpers import check_columns_kept, frame
-
-try:  # models that need another backbone than the tiny BERT say how to build theirs
-    from zoo_backbones import tiny_backbone_for
-except ImportError:  # pragma: no cover
-    def tiny_backbone_for(name, tmp_path):
-        return None
-
-SMALL = {"max_query_tokens": 8, "max_doc_tokens": 64, "max_length": 48}
-
-
-def small_model(name, tiny_bert, tmp_path, **runtime):
-    cls = pl.model_class(name)
-    custom = tiny_backbone_for(name, tmp_path)
-    if custom is not None:
-        path, settings = custom
-        return cls(path, **settings, **runtime)
-    settings = dict(SMALL)
-    if cls.defaults.get("window"):
-        settings.update(window=12, stride=6)
-    return cls(tiny_bert, **settings, **runtime)
-
+from helpers import check_columns_kept, frame, small_model
 
 MODELS = sorted(pl.registered_models())
 

@@ -1,37 +1,14 @@
 """The passage stage: sentence-transformers' CrossEncoder training, from triples or PyTerrier frames."""
-import random
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import torch
 import pytest
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
 
 from pyterrier_longdoc.training.passage import passage_triples, train_passage_ranker  # noqa: E402
-
-ANIMALS = "cat dog bird fish".split()
-OTHER = "red blue green castle river mountain forest city house door window book paper music song".split()
-
-
-def toy_triples(n, seed):
-    """Queries name an animal; the positive passage mentions it among random words, the negative
-    is random words only."""
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        animal = rng.choice(ANIMALS)
-        filler = lambda: " ".join(rng.choice(OTHER) for _ in range(6))  # noqa: E731
-        rows.append((f"what is {animal}", f"{filler()} {animal} {filler()}", f"{filler()} {filler()}"))
-    return rows
-
-
-def pairwise_accuracy(model, triples):
-    scores = model.predict([(q, p) for q, p, _ in triples] + [(q, n) for q, _, n in triples], batch_size=64,
-                           activation_fn=torch.nn.Identity())  # logits: a sigmoid saturates into ties
-    return float(np.mean(scores[:len(triples)] > scores[len(triples):]))
+from helpers import pairwise_accuracy, toy_triples  # noqa: E402
 
 
 def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny_bert, tmp_path):
