@@ -33,6 +33,18 @@ def test_passage_triples_take_the_best_matching_window_of_each_relevant_document
         document_passage_triples(topics, qrels.assign(label=0), candidates)
 
 
+def test_the_hardest_negative_is_the_best_matching_window_of_any_negative():
+    """Document 1 of each query starts with its first word (the best match among the negatives);
+    document 2 holds none of its words: "hardest" always takes document 1's first window."""
+    topics, qrels, candidates = documents_task()
+    triples = document_passage_triples(topics, qrels, candidates, window=20, stride=10, hard_negative="hardest", seed=0)
+    first_windows = {row.qid: " ".join(row.text.split()[:20]) for row in candidates[candidates["rank"] == 1].itertuples()}
+    hard = triples.groupby("qid").nth(0)  # each positive's first triple is its hard negative
+    assert len(hard) == 2 and all(first_windows[q] == n for q, n in zip(hard["qid"], hard["negative"]))
+    with pytest.raises(ValueError, match="hard_negative must be one of"):
+        document_passage_triples(topics, qrels, candidates, hard_negative="random")
+
+
 def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     args = TrainingArguments(epochs=2, lr=1e-3, head_lr=1e-2, queries_per_step=3, warmup=0.0, valid_fraction=0.25,

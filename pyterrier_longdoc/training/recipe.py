@@ -38,6 +38,7 @@ RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, querie
 # passage head at 1e-3) held on GCIDE but left FOLDOC's passage stage near a random order.
 RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=256)
 _WORD = re.compile(r"\w+")
+HARD_NEGATIVES = ("sampled", "hardest")
 
 
 def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics: pd.DataFrame, qrels: pd.DataFrame,
@@ -96,9 +97,15 @@ def _passage_losses(folder: str) -> dict:
 
 def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *, text=None,
                              text_field: str = "text", window: int = 150, stride: int = 75, top_k: int = 10,
-                             seed: int = 42) -> pd.DataFrame:
+                             hard_negative: str = "sampled", seed: int = 42) -> pd.DataFrame:
     """Passage triples ``qid, query, positive, negative`` from document qrels (see the module doc):
-    two per relevant document, one hard negative and one easy."""
+    two per relevant document, one hard negative and one easy.
+
+    ``hard_negative``: ``"sampled"``, the best-matching window of a negative drawn from the top_k;
+    ``"hardest"``, the best-matching window over all of them (the window a lexical match most
+    confuses with the answer)."""
+    if hard_negative not in HARD_NEGATIVES:
+        raise ValueError(f"hard_negative must be one of {HARD_NEGATIVES}, got {hard_negative!r}")
     context = Named("train_long_document_ranker")
     topics = checked_topics(topics, "topics", context)
     qrels = checked_qrels(qrels, "qrels")
@@ -114,9 +121,10 @@ def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidat
         if not positives or not negatives:
             continue
         rng = np.random.default_rng([seed, *map(ord, qid)])
+        hardest = bm25.best(query, [w for d in negatives for w in windows[d]]) if hard_negative == "hardest" else None
         for positive in positives:
             best = bm25.best(query, windows[positive])
-            hard = bm25.best(query, windows[negatives[int(rng.integers(len(negatives)))]])
+            hard = hardest or bm25.best(query, windows[negatives[int(rng.integers(len(negatives)))]])
             easy_doc = windows[negatives[int(rng.integers(len(negatives)))]]
             for negative in (hard, easy_doc[int(rng.integers(len(easy_doc)))]):
                 if negative != best:
