@@ -13,8 +13,9 @@ import pyterrier_longdoc as pl
 from helpers import frame, pairwise_accuracy, small_model, toy_triples
 
 MODELS = sorted(pl.registered_models())
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="needs a CUDA GPU, shown to the tests by LONGDOC_TESTS_ON_CUDA=1")
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="needs a CUDA GPU, shown to the tests by LONGDOC_TESTS_ON_CUDA=1")]
 # a few models of each family for the slower checks
 FAMILIES = ("firstp", "maxp", "parade_attn", "cedr_knrm", "neural_model1", "biencoder_maxp", "llm_maxp")
 
