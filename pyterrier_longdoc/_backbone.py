@@ -181,6 +181,20 @@ def check_attention_dropout(p) -> None:
         raise ValueError(f"attention_dropout must be a rate in [0, 1) or None (the model's own), got {p!r}")
 
 
+def attention_dropout_sites(model: nn.Module) -> list[tuple[object, str, float]]:
+    """``(owner, attribute, rate)`` of every attention dropout in ``model`` that the library knows
+    how to set (empty for an encoder it does not know): BERT-style self-attention's ``dropout``
+    module, or an ``attention_dropout`` rate (Llama, Qwen2, ModernBERT)."""
+    sites = []
+    for module in model.modules():
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            sites.append((module, "attention_dropout", module.attention_dropout))
+        elif type(module).__name__.endswith("SelfAttention") and isinstance(getattr(module, "dropout", None),
+                                                                            nn.Dropout):
+            sites.append((module.dropout, "p", module.dropout.p))
+    return sites
+
+
 @contextlib.contextmanager
 def training_attention_dropout(model: nn.Module, p: float | None):
     """Within the block, the dropout on ``model``'s attention probabilities is ``p`` (None: the
@@ -195,13 +209,7 @@ def training_attention_dropout(model: nn.Module, p: float | None):
     if p is None:
         yield
         return
-    changed = []
-    for module in model.modules():
-        if isinstance(getattr(module, "attention_dropout", None), float):
-            changed.append((module, "attention_dropout", module.attention_dropout))
-        elif type(module).__name__.endswith("SelfAttention") and isinstance(getattr(module, "dropout", None),
-                                                                            nn.Dropout):
-            changed.append((module.dropout, "p", module.dropout.p))
+    changed = attention_dropout_sites(model)
     if not changed:
         raise ValueError(f"attention_dropout={p}: {type(model).__name__} has no attention dropout this library knows "
                          "(BERT-style self-attention or an attention_dropout rate); leave it None for this model")

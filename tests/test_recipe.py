@@ -1,8 +1,12 @@
 """The one-call recipe: passage triples from document qrels, then fit with model selection."""
+import json
+import shutil
+
 import pandas as pd
 import pytest
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc._backbone import attention_dropout_sites
 from pyterrier_longdoc.training import TrainingArguments, document_passage_triples, train_long_document_ranker
 from helpers import TOY_SETTINGS, toy_task
 
@@ -87,12 +91,24 @@ def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypat
 
     def trainer_spy(self, reranker, args, *rest, **kwargs):
         seen["document"] = args
+        seen["attention dropout"] = {rate for *_, rate in attention_dropout_sites(reranker.model)}
         original_trainer(self, reranker, args, *rest, **kwargs)
 
     monkeypatch.setattr(passage, "train_passage_ranker", passage_spy)
     monkeypatch.setattr(Trainer, "__init__", trainer_spy)
     topics, qrels, candidates = toy_task()
-    train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path,
+    bert = tmp_path / "bert"  # the tiny BERT with BERT's attention dropout (the fixture's has none)
+    shutil.copytree(tiny_bert, bert)
+    config = json.loads((bert / "config.json").read_text())
+    (bert / "config.json").write_text(json.dumps({**config, "attention_probs_dropout_prob": 0.1}))
+    train_long_document_ranker(pl.FirstP, bert, topics, qrels, candidates, output_dir=tmp_path / "recipe",
                                model_options=TOY_SETTINGS, dtype="fp32", seed=5)
     assert seen["passage"] == {**recipe.RECIPE_PASSAGE_STAGE, "seed": 5, "dtype": "fp32"}
     assert seen["document"] == TrainingArguments(**recipe.RECIPE_DOCUMENT_STAGE, seed=5)
+    assert seen["attention dropout"] == {0.0}  # the fused attention kernel's setting, while it trains
+    # an encoder whose attention dropout the library cannot switch trains with its own, and the report says so
+    monkeypatch.setattr(recipe, "attention_dropout_sites", lambda model: [])
+    _, report = train_long_document_ranker(pl.FirstP, bert, topics, qrels, candidates, output_dir=tmp_path / "own",
+                                           model_options=TOY_SETTINGS, dtype="fp32", seed=5)
+    assert seen["document"].attention_dropout is None and report["document stage"]["attention_dropout"] is None
+    assert seen["attention dropout"] == {0.1}  # the encoder's own
