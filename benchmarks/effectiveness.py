@@ -39,8 +39,11 @@ order's RR (``effectiveness-foldoc-faster-recipe-rejected``, two seeds merged). 
 stage's windows (75 words in 128 tokens, where it read 150 words in 256 tokens) and its 100 steps
 were chosen on FOLDOC's training queries alone (``--tune-collection foldoc --passage-study``, no
 test query; ``effectiveness-passage-foldoc*``), where the earlier stage stayed near a random
-order; 200 steps scored a little higher there at twice the CPU time. The ``-previous-recipe``
-files are the runs of the recipe before the windows changed.
+order; 200 steps scored a little higher there at twice the CPU time. The document stage trains
+without attention dropout, chosen for its cost on FOLDOC's validation queries (every model's best
+the same or higher, each fit 20-40% cheaper). The ``-previous-recipe`` files are the runs of the
+recipe before the windows changed, the ``-200-step-passage-stage`` files those with 200 passage
+steps and the encoder's attention dropout in the document stage.
 
 The recipe shares one passage stage (seed 0) between models and seeds, so the seeds' intervals do
 not hold its variation: ``--passage-study`` trains it over several seeds on the tuning collection
