@@ -51,15 +51,10 @@ def cache_dir() -> Path:
 
 
 def settings(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> dict:
-    """What the warm start depends on, its training triples included (a digest of their text): a
-    library version that cuts them differently trains a new warm start instead of loading a stale one."""
     from pyterrier_longdoc.demo import PASSAGE_STAGE
-    from pyterrier_longdoc.synthetic import passage_triples
 
-    triples = passage_triples(collection().split("train"), negatives_per_query=4, seed=seed)
-    digest = hashlib.sha256(triples.to_csv(index=False).encode()).hexdigest()[:16]
     return {"collection": COLLECTION, "layers": layers, "seed": seed, "dtype": precision or dtype(),
-            "passage_stage": PASSAGE_STAGE, "passage_triples": digest}
+            "passage_stage": PASSAGE_STAGE}
 
 
 def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> str:
@@ -76,7 +71,7 @@ def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = N
         if not done.exists():
             began = time.perf_counter()
             backbone = packaged_minilm(layers=layers, directory=folder / "backbone")
-            train = collection().split("train")
+            train = make_collection(**COLLECTION).split("train")
             with contextlib.redirect_stderr(open(os.devnull, "w")):  # the trainer's progress bars
                 passage_stage(backbone, train, folder / "cross-encoder", key["dtype"], seed=seed)
             trained = {"trained_in_seconds": round(time.perf_counter() - began)}
