@@ -30,9 +30,9 @@ settings of the recipe on GCIDE alone (it refuses the other collections; each tr
 results file). The rate was not chosen on FOLDOC or WordNet; the windows, passage steps and
 attention dropout below were chosen on FOLDOC, so WordNet alone is untouched by every choice. The
 recipe's rate (2e-5) was set before any of these collections was run, from the papers' range
-(1e-5 to 3e-5) and a held-out prose
-collection on which 1e-4 collapsed FirstP; the tune on GCIDE found 1e-5, 2e-5 and 3e-5 within one
-validation query of each other (a tie, which keeps the recipe's rate). GCIDE resolves little:
+(1e-5 to 3e-5) and a held-out prose collection on which 1e-4 collapsed FirstP; the tune on GCIDE
+found 1e-5, 2e-5 and 3e-5 within one validation query of each other (a tie, which keeps the
+recipe's rate). GCIDE resolves little:
 its zero-shot MaxP and PARADE-Attn start at validation RR@10 0.975 (19 of 20 answers first).
 A faster recipe (no attention dropout in either stage, the passage head at ten times the
 encoder's rate, validation every 20 steps), chosen on GCIDE by passage studies over four seeds and
