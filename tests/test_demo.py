@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_longdoc.data.synthetic import make_collection
-from pyterrier_longdoc.demo import bm25_over, conclusions, expected_random_rr
+from pyterrier_longdoc.demo import _write_results, bm25_over, conclusions, expected_random_rr
 from pyterrier_longdoc.packaged import packaged_minilm
 
 
@@ -56,7 +56,7 @@ def test_conclusions_hold_and_fail_as_stated():
     not_significant = {**good, "far": table({"FirstP": 0.55, "MaxP": 0.8, "ParadeAttn": 0.9},
                                             {"MaxP": 0.2, "ParadeAttn": 0.2})}
     failed = [f for f, holds in conclusions(not_significant, random_rr).items() if not holds]
-    assert len(failed) == 1 and "ParadeAttn" in failed[0]  # MaxP's direction is checked, not its p-value
+    assert len(failed) == 2 and "ParadeAttn" in failed[0] and "MaxP" in failed[1]
     maxp_below = {**good, "far": table({"FirstP": 0.55, "MaxP": 0.5, "ParadeAttn": 0.9}, {"ParadeAttn": 0.001})}
     failed = [f for f, holds in conclusions(maxp_below, random_rr).items() if not holds]
     assert len(failed) == 1 and "MaxP" in failed[0]
@@ -67,6 +67,14 @@ def test_conclusions_hold_and_fail_as_stated():
     weak_near = {**good, "near": table({"FirstP": 0.6, "MaxP": 0.9, "ParadeAttn": 0.9}, {})}
     assert not conclusions(weak_near, random_rr)[
         "near queries: FirstP, which reads the answer, is at least 0.2 above a random order"]
+
+
+def test_results_json_keeps_small_p_values(tmp_path):
+    """A far-query p-value of 5.6e-14 (PARADE-Attn against FirstP) is written as it is, not as 0.0."""
+    tables = {"far": table({"FirstP": 0.49, "ParadeAttn": 0.93}, {"ParadeAttn": 5.6e-14})}
+    _write_results(tmp_path / "results.json", tables, {"far": 0.521}, {}, "fp32", 1.0, False, 50, 1.0)
+    rows = json.loads((tmp_path / "results.json").read_text())["tables"]["far"]
+    assert [row["RR p-value"] for row in rows] == [None, 5.6e-14]
 
 
 def test_expected_random_rr():
@@ -100,24 +108,14 @@ def table_conclusions(rows: dict[str, dict[str, float]]) -> dict[str, bool]:
 
 def test_the_recorded_runs_are_well_formed_and_show_the_conclusions():
     tables = reference_tables()
-    assert set(tables) == {"fp32", "bf16"}
+    assert set(tables) == {"fp32"}  # the demo's default precision, the same on every CPU
     for dtype, rows in tables.items():
         assert set(SYSTEMS) | {"random order"} <= set(rows), f"the {dtype} run lacks systems: {sorted(rows)}"
         assert all(0 <= rr[split] <= 1 for rr in rows.values() for split in ("near", "far"))
         failed = [c for c, holds in table_conclusions(rows).items() if not holds]
         assert not failed, f"the recorded {dtype} run contradicts the demo's conclusions: {failed}"
-    flipped = {**tables["bf16"], "MaxP": {"near": 0.88, "far": 0.5}}
+    flipped = {**tables["fp32"], "MaxP": {"near": 0.88, "far": 0.3}}  # below FirstP, which is near random
     assert not table_conclusions(flipped)["far: MaxP and ParadeAttn above FirstP"]
-
-
-def test_the_recorded_fp32_and_bf16_runs_agree():
-    """The recorded runs are two precisions of one demo: their RR agree within twice the tolerance
-    a fresh run is held to."""
-    tables = reference_tables()
-    for system in (*SYSTEMS, "random order"):
-        for split in ("near", "far"):
-            fp32, bf16 = tables["fp32"][system][split], tables["bf16"][system][split]
-            assert abs(fp32 - bf16) <= 2 * RR_TOLERANCE, f"{system} {split}: fp32 {fp32} vs bf16 {bf16}"
 
 
 def test_a_fresh_demo_run_matches_the_recorded_run():
@@ -133,7 +131,8 @@ def test_a_fresh_demo_run_matches_the_recorded_run():
         pytest.skip(f"{results_path} is from `pyterrier-longdoc demo --quick`, a smoke run with no numbers to compare")
     failed = [c for c, holds in results["conclusions"].items() if not holds]
     assert not failed, f"the demo's run ({results['dtype']}) does not show: {failed}"
-    assert results["dtype"] in tables, f"benchmarks/results/demo.json records no {results['dtype']} run to match"
+    if results["dtype"] not in tables:  # its conclusions hold (above): only the fp32 run's numbers are recorded
+        pytest.skip(f"{results_path} is a {results['dtype']} run (--dtype): benchmarks/results/demo.json records fp32")
     stated = tables[results["dtype"]]
     for split in ("near", "far"):
         got = {row["name"]: row["RR"] for row in results["tables"][split]}

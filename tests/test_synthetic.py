@@ -235,3 +235,17 @@ def test_small_and_edge_collections():
     # More topics than names: entities stay distinct (object, name) pairs.
     many = make_collection(n_queries=len(synthetic._NAMES) + 5, docs_per_query=2)
     assert many.topics["query"].map(entity).is_unique
+
+
+@pytest.mark.parametrize("kinds", [("scattered",), ("scattered", "other_attribute", "scattered")])
+def test_passage_triples_cut_negatives_as_long_as_the_answer(kinds):
+    """A negative is cut where the answer sits, jittered, and always as many words as the positive:
+    a shorter (or empty) negative near a document's end would let a model learn length instead of
+    relevance. Short documents with far answers near their end are where this used to fail."""
+    collection = make_collection(n_queries=160, docs_per_query=4, doc_words=(590, 640), far_start=530,
+                                 negative_kinds=kinds)
+    triples = synthetic.passage_triples(collection, negatives_per_query=4, seed=42)
+    positive_words = triples["positive"].str.split().str.len()
+    assert len(triples) == 4 * 160
+    assert (triples["negative"].str.split().str.len() == positive_words).all()
+    assert (triples["positive"] != triples["negative"]).all()

@@ -93,6 +93,10 @@ def test_queries_needed_and_intervals():
     assert stats.queries_needed(0.05, 0.5) > 4 * stats.queries_needed(0.1, 0.5) - 4
     mean, low, high = stats.interval([0.0, 1.0] * 10)
     assert mean == 0.5 and low < 0.5 < high and high - 0.5 == pytest.approx(0.5 - low)
+    near_ceiling = [1.0] * 9 + [0.25]  # RR piled at 1: the t-interval runs past the measure's range
+    assert stats.interval(near_ceiling)[2] > 1
+    mean, low, high = stats.measure_interval(near_ceiling)
+    assert (mean, low) == stats.interval(near_ceiling)[:2] and high == 1.0
 
 
 # a folder of some machine: what saved outputs must not show (they are read on every machine)

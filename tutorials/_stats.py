@@ -15,6 +15,14 @@ def per_query(runs: dict[str, pd.DataFrame], collection, measure) -> pd.DataFram
     return per_query_values(runs, collection.topics, collection.qrels, measure)
 
 
+def measure_interval(values) -> tuple[float, float, float]:
+    """The mean of a measure's per-query values (RR, nDCG: 0 to 1) and its 95% t-interval, cut to
+    that range: near 1 the t-interval of values piled at the top runs past it. (``interval``, uncut,
+    is for differences between systems, -1 to 1.)"""
+    mean, low, high = interval(values)
+    return mean, max(low, 0.0), min(high, 1.0)
+
+
 def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run: pd.DataFrame) -> pd.DataFrame:
     """Mean, 95% interval (cut to the measure's range 0 to 1) and the number of queries of each
     system, with a first row for a random order of the same candidates (its expected value,
@@ -23,11 +31,11 @@ def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run:
     rows = {"random order": {"mean": expected_random_rr(first_stage_run, collection), "low": float("nan"),
                              "high": float("nan")}}
     for name in values:
-        mean, low, high = interval(values[name])
-        rows[name] = {"mean": mean, "low": max(low, 0.0), "high": min(high, 1.0)}
+        mean, low, high = measure_interval(values[name])
+        rows[name] = {"mean": mean, "low": low, "high": high}
     table = pd.DataFrame(rows).T
     table["queries"] = len(values)
     return table
 
 
-__all__ = ["expected_random_rr", "interval", "per_query", "queries_needed", "summary"]
+__all__ = ["expected_random_rr", "interval", "measure_interval", "per_query", "queries_needed", "summary"]

@@ -577,7 +577,8 @@ def passage_triples(collection: SyntheticCollection, *, negatives_per_query: int
         rng = random.Random(f"pyterrier_longdoc.synthetic.passages:{seed}:{qid}")
         for _ in range(negatives_per_query):
             words = text[rng.choice(negatives[qid])].split()
-            start = min(int(answer["word_start"]), max(0, len(words) - length))
-            start = max(0, start + rng.randint(-length, length))
+            last = max(0, len(words) - length)  # the latest start that still cuts ``length`` words
+            start = min(int(answer["word_start"]), last)
+            start = min(last, max(0, start + rng.randint(-length, length)))
             rows.append((qid, query, positive, " ".join(words[start:start + length])))
     return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])

@@ -65,7 +65,7 @@ assert far_values["ParadeAttn"].mean() >= far_values["FirstP"].mean() + 0.25  # 
 run, seconds = timed(candidates >> FirstP.from_pretrained(work / "FirstP-seed0", dtype=DTYPE, max_length=256))
 added = {}
 for group, subset in groups.items():
-    mean, low, high = _stats.interval(_stats.per_query({"FirstP, 256": run}, subset, RR)["FirstP, 256"])
+    mean, low, high = _stats.measure_interval(_stats.per_query({"FirstP, 256": run}, subset, RR)["FirstP, 256"])
     added["FirstP, 256", group] = {"seconds per query": seconds, "RR": mean, "low": low, "high": high}
 points = pd.concat([points, pd.DataFrame(added).T.rename_axis(["system", "group"])])
 print(points.round(3))
