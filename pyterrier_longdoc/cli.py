@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
     demo.add_argument("--seeds", type=int, help="instead: FirstP against MaxP over this many seeds, with gains")
     demo.add_argument("--dtype", default="fp32", choices=DTYPES,
-                      help="precision (default fp32: the recorded numbers on every CPU; auto: bf16 where the "
+                      help="precision (default fp32, the recorded run's, on every CPU; auto: bf16 where the "
                            "device computes it natively)")
 
     commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")

@@ -100,8 +100,8 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
         candidates: int = 4, dtype: str = "fp32", check: bool | None = None) -> dict[str, pd.DataFrame]:
     """Runs the demo and returns the experiment tables by query group ("near", "far", "all").
 
-    dtype: a model's ``dtype``, the precision of training and scoring: fp32 by default, the same
-        numbers on every CPU and those ``benchmarks/results/demo.json`` records (``"bf16"``, or
+    dtype: a model's ``dtype``, the precision of training and scoring: fp32 by default on every
+        CPU, the precision of the run ``benchmarks/results/demo.json`` records (``"bf16"``, or
         ``"auto"``: bf16 where the device computes it natively; the conclusions are checked alike).
     check: verify the demo's qualitative conclusions (see ``conclusions``) and exit with an error
         naming those that do not hold; default on, except with ``quick``.
