@@ -56,18 +56,21 @@ def cache_dir() -> Path:
 def settings(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> dict:
     """What the warm start depends on, its training triples included (a digest of their text): a
     library version that cuts them differently trains a new warm start instead of loading a stale one."""
-    triples = passage_triples(collection().split("train"), negatives_per_query=4, seed=seed)
-    digest = hashlib.sha256(triples.to_csv(index=False).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(_triples(collection().split("train"), seed).to_csv(index=False).encode()).hexdigest()[:16]
     return {"collection": COLLECTION, "layers": layers, "seed": seed, "dtype": precision or dtype(),
             "passage_stage": PASSAGE_STAGE, "passage_triples": digest}
+
+
+def _triples(train, seed: int):
+    """The warm start's training triples: what it trains on and what its cache key digests."""
+    return passage_triples(train, negatives_per_query=4, seed=seed)
 
 
 def passage_stage(backbone: str, train, directory: Path, dtype: str, seed: int = SEED) -> str:
     """``backbone`` fine-tuned as a passage cross-encoder on ``train``'s answer passages; its folder."""
     from pyterrier_longdoc.training import train_passage_ranker
 
-    triples = passage_triples(train, negatives_per_query=4, seed=seed)
-    return train_passage_ranker(backbone, triples, directory, **PASSAGE_STAGE, seed=seed, dtype=dtype)
+    return train_passage_ranker(backbone, _triples(train, seed), directory, **PASSAGE_STAGE, seed=seed, dtype=dtype)
 
 
 def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> str:
