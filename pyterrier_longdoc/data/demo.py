@@ -38,7 +38,6 @@ MODELS = (FirstP, MaxP, ParadeAttn)
 #    sometimes shorter than answers; with every cut as long as its answer it learned nothing.)
 # 2. the document stage holds out 20% of the training queries, evaluates the start and every 10
 #    steps, and keeps the best model: training never leaves a model below its start on them.
-PASSAGE_STAGE = RECIPE_PASSAGE_STAGE
 TRAINING = TrainingArguments(**RECIPE_DOCUMENT_STAGE, seed=42)
 # Sized for 15 minutes on 2 CPU cores: 32 training and 100 test queries (50 near, 50 far), four
 # documents each (the answer and three hard negatives) of 590-640 words (670-730 tokens) whose far
@@ -92,7 +91,7 @@ def passage_stage(backbone: str, train, first_stage, directory: Path, dtype: str
     from ..training.passage import train_passage_ranker
 
     triples = document_passage_triples(train.topics, train.qrels, first_stage, seed=seed)
-    options = {**PASSAGE_STAGE, "steps": 4} if quick else PASSAGE_STAGE
+    options = {**RECIPE_PASSAGE_STAGE, "steps": 4} if quick else RECIPE_PASSAGE_STAGE
     return train_passage_ranker(backbone, triples, directory, **options, seed=seed, dtype=dtype)
 
 
