@@ -47,5 +47,5 @@ short_reads = seen.groupby("position")["FirstP, 256"].mean()
 print(short_reads.round(2))
 assert short.chunk_spans(texts.iloc[0])[0] == (0, 221)
 assert short_reads["far"] == 0 and 0 < short_reads["near"] < 1
-# It reads 221 document tokens; near answers end within token 300, so it misses those that lie
-# beyond 221 and still sees the others.
+# It reads 221 document tokens: it sees the near answers that end within them and misses those that
+# end beyond (some near answers, no far one: checked above).
