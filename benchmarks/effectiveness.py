@@ -43,8 +43,8 @@ were chosen on FOLDOC's training queries alone (``--tune-collection foldoc --pas
 test query; ``effectiveness-passage-foldoc*``), where the earlier stage stayed near a random
 order; 200 steps scored a little higher there at twice the CPU time, and 80 steps as well as 100
 over three seeds (zero-shot MaxP 0.908 against 0.905, FirstP 0.576 against 0.607) at a fifth less
-(4.0-4.3 CPU minutes against 5.0-5.1): a way to the cost target that changes every number of the
-recipe, so not adopted before all its runs are made again. The document stage trains
+(4.0-4.3 CPU minutes against 5.0-5.1), but not adopted: with 80 steps the demo's MaxP started and
+ended below a random order (``demo-80-step-passage-stage-rejected.json``). The document stage trains
 without attention dropout, chosen for its cost on FOLDOC's validation queries (every model's best
 the same or higher, each fit 20-40% cheaper). The ``-previous-recipe`` files are the runs of the
 recipe before the windows changed, the ``-200-step-passage-stage`` files those with 200 passage
