@@ -68,6 +68,8 @@ for kind, values in margin.items():
           f"by {values.mean():+.3f} on average")
 hard, easy, other_answer = (values.mean() for values in margin.values())
 assert other_answer < min(hard, easy) - 0.04 and abs(other_answer) < 0.05
+assert abs(hard - easy) < 0.04  # about the same margin
+assert 0.3 <= (margin["another query's answer document"] > 0).mean() <= 0.7  # about half of the queries
 # For this warm start, another query's non-relevant documents are no easier than the hard negatives
 # (about the same margin), and another query's answer document is a tie: the relevant document is
 # ahead on about half of the queries. Its passage training only ever contrasted answers with text
@@ -86,7 +88,9 @@ validation = pt.Experiment([(candidates >> firstp)(valid_topics), (candidates >>
 by_query = validation.pivot_table(index="qid", columns="name", values="value").join(
     valid_topics.set_index("qid")[["query", "position"]])
 print(by_query)
-print(by_query.groupby("position")[["FirstP", "MaxP"]].mean().round(3))
+means = by_query.groupby("position")[["FirstP", "MaxP"]].mean()
+print(means.round(3))
+assert means.loc["far", "FirstP"] <= means.loc["far", "MaxP"] - 0.3 and means.loc["near", "FirstP"] >= 0.6
 # FirstP reads the first 477 document tokens: on the far validation queries the answer lies beyond
 # them, so FirstP can only guess, however long it trains (notebook 4). With 5 queries per group,
 # only a gap this large can be read from the table.
