@@ -8,8 +8,10 @@
 for aggregation in ("sum", "mean", "kmaxavg"):
     ranker = LongDoc(similarity, aggregation=aggregation, window=100, stride=50)
     runs[f"LongDoc {aggregation}"] = (candidates >> ranker)(collection.topics)
-print(experiment(collection.near()).to_string(index=False))
-print(experiment(collection.far()).to_string(index=False))
+for subset in (collection.near(), collection.far()):
+    table = experiment(subset)
+    print(table.to_string(index=False))
+    assert max(rr(table, "LongDoc mean"), rr(table, "LongDoc sum")) < min(rr(table, "MaxP"), rr(table, "LongDoc kmaxavg"))
 # "max" and "kmaxavg" (the mean of the 3 best windows) keep the answering window's score; "mean"
 # dilutes it among a dozen windows that answer nothing, and "sum" adds the scores of all windows,
 # so it also rewards long documents. Every document of a query here talks about its entity, so the
@@ -21,8 +23,13 @@ far_256 = build_far_relevant(passages, far_topics, passage_qrels, tokenizer=mini
 short_first = LongDoc(similarity, aggregation="first", window=200, stride=200)
 rankers = {**models, "FirstP, 200 words": short_first}
 unlabelled = far_256.candidates.drop(columns=["label", "source"])
-print(pt.Experiment([ranker(unlabelled) for ranker in rankers.values()], far_256.queries, far_256.qrels,
-                    [RR], names=list(rankers), round=3).to_string(index=False))
+far_table = pt.Experiment([ranker(unlabelled) for ranker in rankers.values()], far_256.queries, far_256.qrels,
+                          [RR], names=list(rankers), round=3)
+print(far_table.to_string(index=False))
+assert (far_256.candidates.groupby("qid").size() == 4).all()
+chance = sum(1 / k for k in range(1, 5)) / 4  # a random order of 4 candidates, one relevant: 0.52
+assert all(abs(rr(far_table, name) - chance) <= 0.12 for name in ("FirstP", "FirstP, 200 words"))
+assert rr(far_table, "MaxP") >= 0.95
 # The relevant passage now starts anywhere from token 256 to near the end (1024 tokens). The FirstP
 # of 200 words (about 230 tokens) never reads it; the FirstP of 400 words reads it only when it
 # starts early, and then diluted in one embedding of 400 words: both stay near a random order of
@@ -34,8 +41,13 @@ windows = {f"first {words} words": LongDoc(similarity, aggregation="first", wind
            for words in (100, 200, 400)}
 print(pt.Experiment([candidates >> ranker for ranker in windows.values()], near.topics, near.qrels, [RR],
                     names=list(windows), round=3).to_string(index=False))
-# 100 words miss most near answers (they may start anywhere in the first 300 tokens); 200 words
-# miss some; 400 words see them all, but dilute the answer among more text in one embedding.
+near_answers = collection.answers[collection.answers["qid"].isin(set(near.topics["qid"]))]
+answer_ends = [len(texts[d][:e].split()) for d, e in zip(near_answers["docno"], near_answers["end_char"])]
+within = {words: np.mean([end <= words for end in answer_ends]) for words in (100, 200, 400)}
+print("near answers that end within the first 100, 200, 400 words:", {w: f"{s:.0%}" for w, s in within.items()})
+assert within[100] < 0.5 and 0 < within[200] < 1 and within[400] == 1
+# 100 words miss most near answers (they start anywhere in the first 256 tokens); 200 words miss
+# some; 400 words see them all, but dilute the answer among more text in one embedding.
 
 # %% Exercise 4: answers moved to random places
 from pyterrier_longdoc.training import debias_positions
