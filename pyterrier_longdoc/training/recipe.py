@@ -29,8 +29,9 @@ from .sampling import as_frame, checked_qrels, checked_topics, hard_negative_poo
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
 
 # One setting for every model and collection: an encoder rate in the papers' range (1e-5 to 3e-5;
-# 1e-4 collapsed a trained FirstP on held-out prose), validation every few steps keeping the best
-# model. benchmarks/effectiveness.py measures it on collections it was not chosen on. No attention
+# 1e-4 collapsed a trained FirstP on held-out prose), validation of the start and after each epoch
+# (transformers' eval_strategy="epoch"; every 10 steps as well made a fit 17-25% dearer), keeping the
+# best model. benchmarks/effectiveness.py measures it on collections it was not chosen on. No attention
 # dropout (PyTorch's fused CPU attention takes none): a fit costs 20-40% less, which the
 # 15-minute budget needs; FOLDOC's validation queries kept the same best models without it.
 RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4, top_k=10,
