@@ -66,11 +66,13 @@ def _triples(train, seed: int):
     return passage_triples(train, negatives_per_query=4, seed=seed)
 
 
-def passage_stage(backbone: str, train, directory: Path, dtype: str, seed: int = SEED) -> str:
-    """``backbone`` fine-tuned as a passage cross-encoder on ``train``'s answer passages; its folder."""
+def passage_stage(backbone: str, train, directory: Path, dtype: str, seed: int = SEED, **overrides) -> str:
+    """``backbone`` fine-tuned as a passage cross-encoder on ``train``'s answer passages; its folder.
+    ``overrides`` replace settings of ``PASSAGE_STAGE`` (benchmarks/tutorial_warm_start.py measures such variants)."""
     from pyterrier_longdoc.training import train_passage_ranker
 
-    return train_passage_ranker(backbone, _triples(train, seed), directory, **PASSAGE_STAGE, seed=seed, dtype=dtype)
+    return train_passage_ranker(backbone, _triples(train, seed), directory, **{**PASSAGE_STAGE, **overrides}, seed=seed,
+                                dtype=dtype)
 
 
 def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = None) -> str:
