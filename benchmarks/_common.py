@@ -476,3 +476,29 @@ def commit() -> str:
                               capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def run_header(threads: int) -> str:
+    """The first line of a side study's output: the machine, the time (UTC), the commit and the torch threads."""
+    import datetime
+
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
+    return f"Machine: {machine()}; {now}; commit {commit()}; torch threads {threads}"
+
+
+def finish_run(results: str | os.PathLike | None, name: str, suffix: str, header: str, text: str, rows,
+               took: str) -> int:
+    """Prints a side study's output; with ``results`` (a folder), also writes ``<name>-<date><suffix>`` (as
+    printed) and ``<name>-<date>.json`` (the rows) there. Returns the exit status, 0."""
+    import datetime
+    import json
+
+    printed = f"{header}\n\n{text}\n\n{took}"
+    print(printed)
+    if results is not None:
+        folder = Path(results)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = folder / f"{name}-{datetime.date.today().isoformat()}"
+        stem.with_suffix(suffix).write_text(printed + "\n")
+        stem.with_suffix(".json").write_text(json.dumps({"header": header, "rows": rows, "took": took}, indent=1))
+    return 0

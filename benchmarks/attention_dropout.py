@@ -13,8 +13,6 @@ their ratio. Writes ``attention-dropout-<date>.txt`` and ``.json`` into ``--resu
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import (commit, interleaved, machine, median, minilm_path, set_threads, silence_loading,  # noqa: E402
-                     table, write_tiny_bert)
+from _common import (finish_run, interleaved, median, minilm_path, run_header, set_threads,  # noqa: E402
+                     silence_loading, table, write_tiny_bert)
 
 SHAPES = ((8, 512), (16, 256))
 
@@ -80,21 +78,13 @@ def main(argv=None) -> int:
     else:
         folder, shapes, reps = minilm_path(), SHAPES, args.reps
     rows = measure(folder, shapes, reps)
-    header = (f"Machine: {machine()}; {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='minutes')}; "
-              f"commit {commit()}; torch threads {threads}; {reps} interleaved rounds")
+    header = f"{run_header(threads)}; {reps} interleaved rounds"
     text = table(["shape (batch x tokens)", "attention dropout", "step s (own rate)", "step s (0)", "own / 0"],
                  [[r["shape"], r["own_rate"], round(r["seconds_own"], 2), round(r["seconds_zero"], 2),
                    f"{r['ratio']:.2f}x"] for r in rows],
                  title="Training step, forward and backward, the model's attention dropout against 0")
     took = f"took {time.time() - started:.0f} s"
-    print(f"{header}\n\n{text}\n\n{took}")
-    if not args.quick:
-        results = Path(args.results)
-        results.mkdir(parents=True, exist_ok=True)
-        stem = results / f"attention-dropout-{datetime.date.today().isoformat()}"
-        stem.with_suffix(".txt").write_text(f"{header}\n\n{text}\n\n{took}\n")
-        stem.with_suffix(".json").write_text(json.dumps({"header": header, "rows": rows, "took": took}, indent=1))
-    return 0
+    return finish_run(None if args.quick else args.results, "attention-dropout", ".txt", header, text, rows, took)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,6 @@ Writes ``tutorial-warm-start-<date>.md`` and ``.json`` into ``--results``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import tempfile
 import time
@@ -37,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tutorials"))
 
-from _common import commit, machine, set_threads, silence_loading, table  # noqa: E402
+from _common import finish_run, run_header, set_threads, silence_loading, table  # noqa: E402
 
 HARDER = ("scattered", "other_attribute", "other_entity")
 # name -> (layers, passage-stage overrides, collection overrides); None: the tutorials' own setting
@@ -146,17 +144,8 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as folder:
             rows.append(measure(name, Path(folder), args.quick))
         print(f"{name}: done after {time.time() - started:.0f} s", flush=True)
-    header = (f"Machine: {machine()}; {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='minutes')}; "
-              f"commit {commit()}; torch threads {threads}")
-    text, took = report(rows), f"took {time.time() - started:.0f} s"
-    print(f"{header}\n\n{text}\n\n{took}")
-    if not args.quick:
-        results = Path(args.results)
-        results.mkdir(parents=True, exist_ok=True)
-        stem = results / f"tutorial-warm-start-{datetime.date.today().isoformat()}"
-        stem.with_suffix(".md").write_text(f"{header}\n\n{text}\n\n{took}\n")
-        stem.with_suffix(".json").write_text(json.dumps({"header": header, "rows": rows, "took": took}, indent=1))
-    return 0
+    header, text, took = run_header(threads), report(rows), f"took {time.time() - started:.0f} s"
+    return finish_run(None if args.quick else args.results, "tutorial-warm-start", ".md", header, text, rows, took)
 
 
 if __name__ == "__main__":

@@ -133,3 +133,16 @@ def test_attention_dropout_benchmark_times_both_rates_side_by_side(tmp_path):
     assert rows[0] == ["shape (batch x tokens)", "attention dropout", "step s (own rate)", "step s (0)", "own / 0"]
     assert rows[1][:2] == ["2 x 64", "0.100"] and re.fullmatch(r"\d+\.\d\dx", rows[1][4])
     assert "commit" in result.stdout and list(tmp_path.iterdir()) == []  # --quick writes no results file
+
+
+def test_tutorial_warm_start_benchmark_measures_each_variant_it_is_given(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "tutorial_warm_start.py"), "--quick", "--variants",
+                             "one layer", "--results", str(tmp_path)], cwd=ROOT,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert rows[0][:2] == ["variant", "passage s"] and [row[0] for row in rows[1:]] == ["one layer"]
+    assert 0 <= float(rows[1][5]) <= 1  # the share of answers scored higher with their own query
+    assert all(0 <= float(value) <= 1 for value in rows[1][3].split(" / ") + rows[1][6].split(" / "))
+    assert "commit" in result.stdout and list(tmp_path.iterdir()) == []  # --quick writes no results file

@@ -36,8 +36,8 @@ MODELS = (FirstP, MaxP, ParadeAttn)
 #    (BM25) of each relevant document against windows of BM25's negatives. (The earlier stage,
 #    40 steps on the generated answers against cuts of other documents, had learned that cuts were
 #    sometimes shorter than answers; with every cut as long as its answer it learned nothing.)
-# 2. the document stage holds out 20% of the training queries, evaluates the start and every 10
-#    steps, and keeps the best model: training never leaves a model below its start on them.
+# 2. the document stage holds out 20% of the training queries, evaluates the start and each epoch's
+#    model, and keeps the best one: training never leaves a model below its start on them.
 TRAINING = TrainingArguments(**RECIPE_DOCUMENT_STAGE, seed=42)
 # Sized for 15 minutes on 2 CPU cores: 32 training and 100 test queries (50 near, 50 far), four
 # documents each (the answer and three hard negatives) of 590-640 words (670-730 tokens) whose far
