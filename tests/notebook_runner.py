@@ -31,6 +31,8 @@ TUTORIALS = ROOT / "tutorials"
 EXECUTED = ["04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot", "01_quickstart",
             "02_chunking"]
 WARM_STARTED = {"01_quickstart", "03_training", "05_comparing_models"}
+# notebooks that read data a Debian package installs: name -> (dictionary, package)
+SYSTEM_DATA = {"07_biencoder_zero_shot": ("foldoc", "dict-foldoc")}
 KERNELS = 2
 
 _pool: ThreadPoolExecutor | None = None
@@ -65,13 +67,26 @@ def run_with_solutions(name, timeout: int):
     return notebook
 
 
+def missing_data(name) -> str | None:
+    """Why notebook ``name`` cannot run on this machine (the Debian package of its data is not
+    installed), or None."""
+    from pyterrier_longdoc.data.dictionaries import dictd_path
+
+    if name not in SYSTEM_DATA:
+        return None
+    dictionary, package = SYSTEM_DATA[name]
+    if Path(dictd_path(dictionary)).exists():
+        return None
+    return f"{dictd_path(dictionary)} not found: {name} needs Debian's {package} (apt-get install {package})"
+
+
 def start(names) -> None:
     """Starts executing ``names`` (notebooks of EXECUTED) in the background, longest first; a
-    notebook already started is not started again."""
+    notebook already started, or whose data is missing here (``missing_data``), is not started."""
     global _pool
     if _pool is None:
         _pool = ThreadPoolExecutor(KERNELS, thread_name_prefix="notebook")
-    for name in sorted(set(names) - set(_runs), key=EXECUTED.index):
+    for name in sorted({n for n in names if not missing_data(n)} - set(_runs), key=EXECUTED.index):
         _runs[name] = _pool.submit(_execute_in_a_process, name)
 
 
