@@ -75,9 +75,8 @@ def missing_data(name) -> str | None:
     if name not in SYSTEM_DATA:
         return None
     dictionary, package = SYSTEM_DATA[name]
-    if Path(dictd_path(dictionary)).exists():
-        return None
-    return f"{dictd_path(dictionary)} not found: {name} needs Debian's {package} (apt-get install {package})"
+    path = Path(dictd_path(dictionary))
+    return None if path.exists() else f"{path} not found: {name} needs Debian's {package} (apt-get install {package})"
 
 
 def start(names) -> None:
