@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tutorials"))
 
-from _common import finish_run, run_header, set_threads, silence_loading, table  # noqa: E402
+from _common import finish_run, measured, run_header, set_threads, silence_loading, table  # noqa: E402
 
 HARDER = ("scattered", "other_attribute", "other_entity")
 # name -> (layers, passage-stage overrides, collection overrides); None: the tutorials' own setting
@@ -50,11 +50,6 @@ WINDOWS = dict(window=200, stride=200)  # the notebooks' MaxP
 # notebook 3's document training
 FIT = dict(epochs=2, top_k=4, lr=3e-5, head_lr=5e-4, queries_per_step=8, warmup=0.1, seed=42, valid_metric="RR@10")
 QUICK_COLLECTION = dict(n_queries=16, test_fraction=0.5)
-
-
-def timed(function):
-    began = time.perf_counter()
-    return function(), time.perf_counter() - began
 
 
 def reads_the_query(model, collection) -> float:
@@ -96,26 +91,26 @@ def measure(name: str, work: Path, quick: bool) -> dict:
     collection = _warm_start.collection(**{**(QUICK_COLLECTION if quick else {}), **overrides})
     train, test = collection.split("train"), collection.split("test")
     passage = {**passage, "steps": 2} if quick else passage
+    passage_steps = {**_warm_start.PASSAGE_STAGE, **passage}["steps"]
     backbone = packaged_minilm(layers=layers, directory=work / "backbone")
-    warm_start, passage_seconds = timed(lambda: _warm_start.passage_stage(backbone, train, work / "warm-start", "fp32",
-                                                                          **passage))
+    warm_start, passage_stats = measured(lambda: _warm_start.passage_stage(backbone, train, work / "warm-start", "fp32",
+                                                                           **passage))
     bm25 = bm25_over(collection, work / "index")
     candidates = bm25 % 4 >> collection.text
     runs, seconds = {"BM25": (bm25 % 4)(test.topics)}, {}
     for model_name, model in (("FirstP", FirstP(warm_start)), ("MaxP", MaxP(warm_start, **WINDOWS))):
-        runs[model_name], seconds[model_name] = timed(lambda: (candidates >> model)(test.topics))
-    row = {"variant": name, "layers": layers, "passage steps": {**_warm_start.PASSAGE_STAGE, **passage}["steps"],
-           "negative kinds": list(overrides.get("negative_kinds", ["scattered"])), "passage stage s": passage_seconds,
-           "FirstP scoring s": seconds["FirstP"], "MaxP scoring s": seconds["MaxP"], **rr_by_group(runs, test),
-           "own query ahead": reads_the_query(FirstP(warm_start), test)}
+        runs[model_name], stats = measured(lambda: (candidates >> model)(test.topics))
+        seconds[f"{model_name} scoring s"] = stats.wall
     valid = train.topics.groupby("position").head(1 if quick else 5)
     model = MaxP(warm_start, **WINDOWS)
-    _, row["fit s"] = timed(lambda: model.fit(train.topics.drop(valid.index), collection.qrels, candidates,
-                                              **{**FIT, "epochs": 1} if quick else FIT, valid_topics=valid,
-                                              valid_qrels=collection.qrels, valid_candidates=candidates))
-    fitted = rr_by_group({"BM25": runs["BM25"], "MaxP": (candidates >> model)(test.topics)}, test)
-    row.update({f"MaxP after fit {group}": fitted[f"MaxP {group}"] for group in ("near", "far")})
-    return row
+    _, fit = measured(lambda: model.fit(train.topics.drop(valid.index), collection.qrels, candidates,
+                                        **{**FIT, "epochs": 1} if quick else FIT, valid_topics=valid,
+                                        valid_qrels=collection.qrels, valid_candidates=candidates))
+    runs["MaxP after fit"] = (candidates >> model)(test.topics)
+    return {"variant": name, "layers": layers, "passage steps": passage_steps, "passage stage s": passage_stats.wall,
+            "negative kinds": list(overrides.get("negative_kinds", ["scattered"])),
+            **seconds, **rr_by_group(runs, test), "fit s": fit.wall,
+            "own query ahead": reads_the_query(FirstP(warm_start), test)}
 
 
 def report(rows: list[dict]) -> str:
