@@ -22,8 +22,8 @@ _WHITESPACE = re.compile(r"\s+")
 
 
 class LongDoc(pt.Transformer):
-    """Splits each document into passages, scores all passages with one call of ``scorer``,
-    and aggregates the passage scores per document.
+    """Splits each document into passages, scores them with one call of ``scorer`` (only each
+    document's first passage with ``aggregation="first"``), and aggregates the scores per document.
 
     Args:
         scorer: any PyTerrier re-ranker of ``qid, query, docno, <text_field>`` rows that keeps
@@ -85,6 +85,8 @@ class LongDoc(pt.Transformer):
         if not len(inp):
             return pt.model.add_ranks(inp.assign(score=pd.Series(dtype="float64")))
         split = [self.passages(text) for text in column_texts(inp, self.text_field, self)]
+        if self.aggregation == "first":  # only the first passage counts: the scorer never sees the others
+            split = [doc[:1] for doc in split]
         rows = np.repeat(np.arange(len(inp)), [len(p) for p in split])
         index = np.concatenate([np.arange(len(p)) for p in split])
         columns = [c for c in inp.columns if c not in ("score", "rank")]

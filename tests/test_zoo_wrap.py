@@ -57,6 +57,14 @@ def test_one_scorer_call_and_the_input_columns_kept():
     assert sorted(out["rank"]) == [0, 1, 2, 3]
 
 
+def test_first_scores_only_the_first_passage_of_each_document():
+    seen = []
+    recording = pt.apply.generic(lambda df: seen.extend(df["text"]) or length_scorer(df))
+    wrapper = LongDoc(recording, aggregation="first", window=8, stride=4)
+    wrapper(frame())
+    assert seen == [wrapper.passages(text)[0] for text in TEXTS]
+
+
 def test_passages_cover_the_whole_text():
     words = [f"w{i}" for i in range(23)]
     passages = LongDoc(length_scorer, window=8, stride=5).passages(" ".join(words))
