@@ -6,7 +6,8 @@
 
 # %% Exercise 1: the listwise loss with 3 negatives
 few = train_topics.head(16)
-one_epoch = dict(epochs=1, top_k=4, lr=3e-5, head_lr=5e-4, queries_per_step=4, warmup=0.1, seed=42)
+one_epoch = dict(epochs=1, top_k=4, lr=3e-5, head_lr=5e-4, queries_per_step=4, warmup=0.1, seed=42,
+                 attention_dropout=0.0)
 listwise = MaxP(warm_start, dtype=DTYPE, **windows)
 listwise_history = listwise.fit(few, qrels, candidates, loss="listwise", negatives=3, **one_epoch)
 print("losses:", listwise_history["loss"].round(2).tolist(), f"- chance: ln 4 = {np.log(4):.2f}")
