@@ -68,25 +68,28 @@ class LongDoc(pt.Transformer):
 
     def passages(self, text: str) -> list[str]:
         """The passages of one document text."""
+        return self._passages(text)
+
+    def _passages(self, text: str, limit: int | None = None) -> list[str]:
+        """The first ``limit`` passages of one document text (all with None): the others are not built."""
         text = without_lone_surrogates(text)
         if self._offsets is not None:
             offsets, _ = self._offsets(text)
             return [text[offsets[s][0]:offsets[min(s + self.window, len(offsets)) - 1][1]] if offsets else text
-                    for s in window_starts(len(offsets), self.window, self.stride)]
+                    for s in window_starts(len(offsets), self.window, self.stride)[:limit]]
         if self.tokenizer is None:
             tokens, join = [t for t in _WHITESPACE.split(text) if t], " ".join
         else:
             tokens = self.tokenizer.tokenize(text, split_special_tokens=True)
             join = self.tokenizer.convert_tokens_to_string
-        return [join(tokens[s:s + self.window]) for s in window_starts(len(tokens), self.window, self.stride)]
+        return [join(tokens[s:s + self.window]) for s in window_starts(len(tokens), self.window, self.stride)[:limit]]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
         if not len(inp):
             return pt.model.add_ranks(inp.assign(score=pd.Series(dtype="float64")))
-        split = [self.passages(text) for text in column_texts(inp, self.text_field, self)]
-        if self.aggregation == "first":  # only the first passage counts: the scorer never sees the others
-            split = [doc[:1] for doc in split]
+        limit = 1 if self.aggregation == "first" else None  # FirstP: the scorer never sees the other passages
+        split = [self._passages(text, limit) for text in column_texts(inp, self.text_field, self)]
         rows = np.repeat(np.arange(len(inp)), [len(p) for p in split])
         index = np.concatenate([np.arange(len(p)) for p in split])
         columns = [c for c in inp.columns if c not in ("score", "rank")]
