@@ -9,6 +9,11 @@ e.g. ``0.416 (+5.5%)``. :func:`multi_seed_experiment` does exactly that on top o
 Three helpers read one comparison over queries: :func:`per_query_values` (one column per system),
 :func:`mean_interval` (a mean with its t-interval) and :func:`queries_needed` (how many queries a
 paired test needs for a difference of a given size).
+
+:func:`query_controls` checks that a ranker reads the query: it re-scores the same candidates with
+another query's text and with a constant query, beside a random order; :func:`reads_the_query`
+reads its verdict. A ranker that ranks as well without its query has learned what an answer looks
+like, or where it sits, not relevance.
 """
 from __future__ import annotations
 
@@ -299,7 +304,7 @@ def _gains(table: pd.DataFrame, measures: list[str], base: str | None, firstp, p
     return table
 
 
-__all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain"]
+__all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain", "query_controls", "reads_the_query"]
 
 
 def per_query_values(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.DataFrame:
@@ -332,3 +337,119 @@ def queries_needed(difference: float, sd_of_differences: float, alpha: float = 0
         raise ValueError(f"difference must be > 0 and sd_of_differences >= 0, got {difference}, {sd_of_differences}")
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     return math.ceil((z * sd_of_differences / difference) ** 2)
+
+
+CONSTANT_QUERY = "what is it"
+CONTROLS = ("real query", "another query's text", "constant query", "random order")
+
+
+def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, groups: Mapping[str, Any] | None = None,
+                   measure=None, constant_query: str = CONSTANT_QUERY, shuffles: int = 100, seed: int = 0,
+                   correction: str = "holm") -> pd.DataFrame:
+    """Does ``model`` read the query? Scores the same ``candidates`` (the frame ``model`` re-ranks:
+    ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
+    text, with the next query's text (queries in order of appearance, the last taking the first's),
+    and with ``constant_query`` for every query; and sets beside them a random order of the
+    candidates (the mean over ``shuffles`` seeded shuffles).
+
+    Args:
+        groups: query groups to report apart, name -> qids (e.g. ``{"near": ..., "far": ...}``);
+            one group ``"all"`` by default.
+        measure: an ir_measures measure (default ``RR``).
+        correction: the multiple-comparison correction over every paired test of the table (the real
+            query against each control in every group): ``"holm"`` (default) or any
+            :func:`correct_pvalues` method.
+
+    Returns:
+        One row per group and ranking (``CONTROLS``): ``group, ranking, queries``, the measure's mean,
+        ``difference`` (ranking minus the real query), ``p-value`` (paired t-test of the real query
+        against the ranking, per query) and ``p-value corrected``. Empty ``candidates`` give an empty
+        frame with these columns.
+    """
+    from scipy import stats
+    from pyterrier.measures import RR
+
+    measure = RR if measure is None else measure
+    name = str(measure)
+    columns = ["group", "ranking", "queries", name, "difference", "p-value", "p-value corrected"]
+    _check_columns(candidates, ("qid", "query", "docno"), "candidates")
+    _check_columns(qrels, ("qid", "docno", "label"), "qrels")
+    if len(candidates) == 0:
+        return pd.DataFrame(columns=columns)
+    candidates = candidates.assign(qid=candidates["qid"].astype(str))
+    qrels = qrels.assign(qid=qrels["qid"].astype(str))
+    topics = candidates[["qid", "query"]].drop_duplicates("qid")
+    if len(topics) < 2:
+        raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
+    following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
+    queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
+               "constant query": constant_query}
+    qids = pd.Index(topics["qid"])
+    values = pd.DataFrame({ranking: _per_query(model(candidates.assign(query=query)), qrels, measure)
+                           .reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
+    values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
+    rows = []
+    for group, members in (groups or {"all": qids}).items():
+        chosen = values.loc[values.index.isin({str(q) for q in members})]
+        real = chosen["real query"].to_numpy()
+        for ranking in CONTROLS:
+            other = chosen[ranking].to_numpy()
+            p = np.nan if ranking == "real query" else float(stats.ttest_rel(real, other).pvalue)
+            rows.append((group, ranking, len(chosen), float(other.mean()), float(other.mean() - real.mean()), p))
+    table = pd.DataFrame(rows, columns=columns[:-1])
+    tested = table["ranking"].isin(CONTROLS[1:3])
+    table["p-value corrected"] = np.nan
+    table.loc[tested, "p-value corrected"] = correct_pvalues(table.loc[tested, "p-value"], correction)[1]
+    return table
+
+
+def reads_the_query(controls: pd.DataFrame, *, tolerance: float = 0.1, alpha: float = 0.05) -> bool:
+    """The verdict on a :func:`query_controls` table: in every group, the real query ranks above
+    each control (another query's text, the constant query) with a corrected p-value below
+    ``alpha``, and each control stays within ``tolerance`` of a random order."""
+    if len(controls) == 0:
+        raise ValueError("an empty controls table has no verdict")
+    measure = controls.columns[3]
+    for _, group in controls.groupby("group", sort=False):
+        by_ranking = group.set_index("ranking")
+        random = by_ranking.loc["random order", measure]
+        for control in CONTROLS[1:3]:
+            row = by_ranking.loc[control]
+            if not (row["difference"] < 0 and row["p-value corrected"] < alpha
+                    and abs(row[measure] - random) <= tolerance):
+                return False
+    return True
+
+
+def _random_order_values(candidates, qids: pd.Index, qrels, measure, shuffles: int, seed: int) -> pd.Series:
+    """Each query's mean ``measure`` over ``shuffles`` random orders of its candidates, evaluated
+    at once: shuffle k's run and qrels under query ids ``qid<TAB>k``."""
+    if shuffles < 1:
+        raise ValueError(f"shuffles must be positive, got {shuffles}")
+    rng = np.random.default_rng(seed)
+
+    def per_shuffle(frame: pd.DataFrame) -> pd.DataFrame:
+        copies = pd.concat([frame] * shuffles, ignore_index=True)
+        suffix = np.repeat(np.arange(shuffles), len(frame)).astype(str)
+        return copies.assign(qid=copies["qid"].to_numpy().astype(str) + "\t" + suffix)
+
+    run = per_shuffle(candidates[["qid", "docno"]]).assign(score=lambda f: rng.random(len(f)))
+    values = _per_query(run, per_shuffle(qrels[qrels["qid"].isin(set(qids))]), measure)
+    return values.groupby(values.index.str.split("\t").str[0]).sum().reindex(qids, fill_value=0.0) / shuffles
+
+
+def _per_query(run: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.Series:
+    """``measure`` of each query of ``run`` (``qid, docno, score``), by qid."""
+    import ir_measures
+
+    scored = pd.DataFrame({"query_id": run["qid"], "doc_id": run["docno"].astype(str), "score": run["score"]})
+    judged = pd.DataFrame({"query_id": qrels["qid"], "doc_id": qrels["docno"].astype(str),
+                           "relevance": qrels["label"].astype(int)})
+    results = [(r.query_id, r.value) for r in ir_measures.iter_calc([measure], judged, scored)]
+    return pd.Series(dict(results), dtype=float)
+
+
+def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; it has {list(frame.columns)}")

@@ -1,0 +1,109 @@
+"""query_controls: a ranker that reads the query passes, one that ranks by an answer's shape fails;
+the controls' values, paired tests and the random order against hand-computed ones."""
+import math
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+from scipy import stats
+
+from pyterrier_longdoc.evaluation import CONTROLS, query_controls, reads_the_query
+
+N = 60  # queries: enough for the paired tests to be decisive
+
+
+def candidates():
+    """Each query ``entity<i>`` has 4 candidates, each holding an answer-shaped passage; only the
+    relevant one's passage names the query's entity."""
+    rows, qrels = [], []
+    for i in range(N):
+        qid = f"q{i}"
+        for slot in range(4):
+            relevant = slot == i % 4
+            entity = f"entity{i}" if relevant else f"entity{i}x{slot}"
+            rows.append((qid, f"what about entity{i}", f"d{i}-{slot}", f"filler the answer for {entity} is here"))
+            qrels.append((qid, f"d{i}-{slot}", int(relevant)))
+    return (pd.DataFrame(rows, columns=["qid", "query", "docno", "text"]),
+            pd.DataFrame(qrels, columns=["qid", "docno", "label"]))
+
+
+class Overlap(pt.Transformer):
+    """Reads the query: the score is how many of the query's words the document holds."""
+
+    def transform(self, frame):
+        scores = [len(set(q.split()) & set(t.split())) for q, t in zip(frame["query"], frame["text"])]
+        return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float) - _slot(frame)))
+
+
+def _slot(frame):
+    """A tie-break below any real difference: on ties, the candidates keep their slot order."""
+    return frame["docno"].str.split("-").str[1].astype(int) * 0.01
+
+
+class Shape(pt.Transformer):
+    """Blind to the query: it scores the relevant documents' shape (here: their docno's slot)."""
+
+    def transform(self, frame):
+        scores = [float(int(d.split("-")[1]) == int(d[1:].split("-")[0]) % 4) for d in frame["docno"]]
+        return pt.model.add_ranks(frame.assign(score=scores))
+
+
+def test_a_ranker_that_reads_the_query_passes():
+    frame, qrels = candidates()
+    table = query_controls(Overlap(), frame, qrels, groups={"first": [f"q{i}" for i in range(N // 2)],
+                                                           "second": [f"q{i}" for i in range(N // 2, N)]})
+    assert list(table.columns) == ["group", "ranking", "queries", "RR", "difference", "p-value", "p-value corrected"]
+    assert table["ranking"].tolist() == list(CONTROLS) * 2 and set(table["queries"]) == {N // 2}
+    real = table[table["ranking"] == "real query"]
+    assert (real["RR"] == 1.0).all()
+    # a random order of 4 with one relevant: (1 + 1/2 + 1/3 + 1/4) / 4
+    random_order = table.loc[table["ranking"] == "random order", "RR"]
+    assert np.allclose(random_order, 25 / 48, atol=0.03)
+    assert reads_the_query(table)
+
+
+def test_a_ranker_blind_to_the_query_fails_and_the_tests_are_paired():
+    frame, qrels = candidates()
+    table = query_controls(Shape(), frame, qrels).set_index("ranking")
+    assert table.loc["real query", "RR"] == table.loc["constant query", "RR"] == 1.0
+    assert table.loc["another query's text", "difference"] == 0.0
+    assert not reads_the_query(table.reset_index())
+
+
+def test_values_and_holm_against_hand_computed():
+    frame, qrels = candidates()
+    # the real query reads half the queries; the controls rank the relevant document last
+    class Half(pt.Transformer):
+        def transform(self, df):
+            own = df["query"].str.split().str[-1] == df["text"].str.split().str[4]
+            reads = df["qid"].str[1:].astype(int) % 2 == 0
+            return pt.model.add_ranks(df.assign(score=(own & reads).astype(float) - _slot(df)))
+
+    table = query_controls(Half(), frame, qrels, shuffles=50, seed=1)
+    per_query = np.array([1.0 if i % 2 == 0 else (1 / (i % 4 + 1)) for i in range(N)])  # the slot order otherwise
+    control = np.array([1 / (i % 4 + 1) for i in range(N)])
+    by = table.set_index("ranking")
+    assert math.isclose(by.loc["real query", "RR"], per_query.mean())
+    assert math.isclose(by.loc["constant query", "RR"], control.mean())
+    p = stats.ttest_rel(per_query, control).pvalue
+    assert math.isclose(by.loc["constant query", "p-value"], p)
+    # Holm over the two control tests of the one group: both have the same p, so each becomes 2p
+    assert math.isclose(by.loc["constant query", "p-value corrected"], min(1.0, 2 * p))
+    assert np.isnan(by.loc["random order", "p-value corrected"])
+
+
+def test_empty_input_and_errors():
+    frame, qrels = candidates()
+    empty = query_controls(Overlap(), frame.iloc[:0], qrels)
+    assert len(empty) == 0 and "p-value corrected" in empty.columns
+    with pytest.raises(ValueError, match="two queries"):
+        query_controls(Overlap(), frame[frame["qid"] == "q0"], qrels)
+    with pytest.raises(ValueError, match=r"candidates lacks column\(s\) \['query'\]"):
+        query_controls(Overlap(), frame.drop(columns="query"), qrels)
+    with pytest.raises(ValueError, match=r"qrels lacks column\(s\) \['label'\]"):
+        query_controls(Overlap(), frame, qrels.drop(columns="label"))
+    with pytest.raises(ValueError, match="shuffles"):
+        query_controls(Overlap(), frame, qrels, shuffles=0)
+    with pytest.raises(ValueError, match="empty controls table"):
+        reads_the_query(empty)
