@@ -98,11 +98,12 @@ class LongDocModel(ObservedStages, nn.Module):
         self.tokenizer = tokenizer
         self.chunking = chunking
         aggregator.attach(encoder, tokenizer, chunking)
-        # a head on the last token (decoder-only LMs) reads it at an EOS appended, as RankLLaMA does
+        # a head on the last token (decoder-only LMs) reads it at an EOS appended, unless told otherwise
         reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
         if reads_last and hasattr(encoder.config, "use_cache"):
             encoder.config.use_cache = False  # scoring never generates: no key/value cache
-        self.layout = self.sequence_layout(tokenizer, chunking, eos=reads_last)
+        eos = reads_last if chunking.append_eos is None else chunking.append_eos
+        self.layout = self.sequence_layout(tokenizer, chunking, eos=eos)
         chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
         self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
@@ -200,7 +201,8 @@ class LongDocModel(ObservedStages, nn.Module):
         document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
             plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
-        batches = BATCHINGS[self.batching](plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
+        batches = BATCHINGS[self.batching](plan, query_ids, doc_ids, layout, batch_size, self.pad_id,
+                                           self.runtime.max_batch_tokens)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         # progress counts documents: one is done when the last of its chunks is encoded
