@@ -125,6 +125,8 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
     if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
         chunk_settings["max_length"] = encoder_max_length(start.encoder, start.tokenizer)
+    if chunk_settings.get("max_query_tokens", 0) is None:  # as many as the engine's query sequence holds
+        chunk_settings["max_query_tokens"] = cls.engine.longest_query(start.tokenizer, chunk_settings)
     head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                 **({"head": start.head} if chunk_head else {}))

@@ -129,6 +129,13 @@ class LongDocModel(ObservedStages, nn.Module):
         self.runtime.partial_last_layer = value
 
     @staticmethod
+    def longest_query(tokenizer, chunk_settings: dict) -> int:
+        """``max_query_tokens=None``'s query length; a cross-encoder's query shares the sequence with
+        the document, so it has none."""
+        raise ValueError("max_query_tokens must be a positive integer (None is for bi-encoders, whose query is a "
+                         "sequence of its own)")
+
+    @staticmethod
     def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
         """Where the special tokens and the prefixes go around a chunk's text."""
         return SpecialLayout.from_tokenizer(tokenizer, chunking.query_prefix, chunking.doc_prefix, eos=eos)
