@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _common as C  # noqa: E402
-from zoo_speed import _max_per_doc, _windows, write_small_llama  # noqa: E402
+from zoo_speed import _max_per_doc, _windows, classifier_run, write_small_llama  # noqa: E402
 
 
 def peak_memory(run):
@@ -79,19 +79,7 @@ def reference_llm(model, frame, path: str, batch_size: int):
     queries, windows, doc_of = _windows(model, frame)
     sequences = [list(layout.prefix) + q + list(layout.middle) + w + list(layout.suffix)
                  for q, w in zip(queries, windows)]
-    pad = reference.config.pad_token_id or 0
-
-    def run():
-        scores = []
-        with torch.inference_mode():
-            for b in range(0, len(sequences), batch_size):
-                part = sequences[b:b + batch_size]
-                width = max(map(len, part))
-                ids = torch.tensor([s + [pad] * (width - len(s)) for s in part], device=C.DEVICE)
-                mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in part], device=C.DEVICE)
-                scores.append(reference(input_ids=ids, attention_mask=mask).logits[:, 0].float().cpu().numpy())
-        return _max_per_doc(np.concatenate(scores), doc_of)
-    return run
+    return classifier_run(reference, sequences, doc_of, batch_size, C.DEVICE)
 
 
 def check(name: str, build, frame, reference, reps: int) -> dict:

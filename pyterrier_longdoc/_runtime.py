@@ -157,7 +157,8 @@ def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_onl
     """``model``'s floating-point parameters (with ``trainable_only``, those that require grad) in
     ``dtype``. Buffers keep theirs: a rotary embedding's frequencies lose positions in bf16."""
     for parameter in model.parameters():
-        if parameter.is_floating_point() and parameter.dtype != dtype and (parameter.requires_grad or not trainable_only):
+        wanted = parameter.requires_grad or not trainable_only
+        if wanted and parameter.is_floating_point() and parameter.dtype != dtype:
             parameter.data = parameter.data.to(dtype)
 
 

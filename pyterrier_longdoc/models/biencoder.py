@@ -24,7 +24,7 @@ from ..aggregators.biencoder import BiEncoderAggregator
 from .score import SLIDING
 
 EMBEDDER_DEFAULTS = {"pooling": "mean", "normalize": False, "similarity": "cosine", "query_prefix": "",
-                     "doc_prefix": "", "max_query_tokens": None}  # None: the model's max_length, as sentence-transformers
+                     "doc_prefix": "", "max_query_tokens": None}  # None: as far as sentence-transformers reads
 
 
 class _BiEncoder(LongDocReranker):
