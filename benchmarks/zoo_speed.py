@@ -64,10 +64,29 @@ def _compare(ours, reference, reps: int) -> tuple[float, float]:
     return ratio, float(np.abs(scores["ours"] - scores["reference"]).max())
 
 
+def classifier_run(reference, sequences: list[list[int]], doc_of: np.ndarray, bs: int, device: str):
+    """A function scoring ``sequences`` with a transformers sequence classifier, padded per batch
+    of ``bs``, and giving each document's best."""
+    import torch
+
+    pad = reference.config.pad_token_id if reference.config.pad_token_id is not None else 0
+
+    def run():
+        scores = []
+        with torch.inference_mode():
+            for b in range(0, len(sequences), bs):
+                part = sequences[b:b + bs]
+                width = max(map(len, part))
+                ids = torch.tensor([s + [pad] * (width - len(s)) for s in part], device=device)
+                mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in part], device=device)
+                scores.append(reference(input_ids=ids, attention_mask=mask).logits[:, 0].float().cpu().numpy())
+        return _max_per_doc(np.concatenate(scores), doc_of)
+    return run
+
+
 def llm_rows(frame, bs: int, reps: int, device: str, llm: str | None, tmp: Path, quick: bool = False) -> list:
     """Row 11: LLMMaxP vs AutoModelForSequenceClassification on the same sequences (``quick``: a
     2-layer Llama of width 64)."""
-    import torch
     from transformers import AutoModelForSequenceClassification
 
     from pyterrier_longdoc import LLMMaxP
@@ -79,20 +98,8 @@ def llm_rows(frame, bs: int, reps: int, device: str, llm: str | None, tmp: Path,
     queries, windows, doc_of = _windows(ours, frame)
     sequences = [list(layout.prefix) + q + list(layout.middle) + w + list(layout.suffix)
                  for q, w in zip(queries, windows)]
-    pad = reference.config.pad_token_id if reference.config.pad_token_id is not None else 0
-
-    def run_reference():
-        scores = []
-        with torch.inference_mode():
-            for b in range(0, len(sequences), bs):
-                part = sequences[b:b + bs]
-                width = max(map(len, part))
-                ids = torch.tensor([s + [pad] * (width - len(s)) for s in part], device=device)
-                mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in part], device=device)
-                scores.append(reference(input_ids=ids, attention_mask=mask).logits[:, 0].float().cpu().numpy())
-        return _max_per_doc(np.concatenate(scores), doc_of)
-
-    ratio, diff = _compare(lambda: C.score_fresh(ours, frame), run_reference, reps)
+    ratio, diff = _compare(lambda: C.score_fresh(ours, frame), classifier_run(reference, sequences, doc_of, bs, device),
+                           reps)
     name = llm or f"random Llama ({reference.config.num_hidden_layers} layers, width {reference.config.hidden_size})"
     return [["12a", f"LLMMaxP speed-up vs AutoModelForSequenceClassification (+max), {name}, {len(frame)} docs, "
                     f"{len(sequences)} windows", f"{ratio:.2f}x", "-", "-"],

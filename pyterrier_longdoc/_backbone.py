@@ -17,7 +17,7 @@ from torch import nn
 
 from ._config import ModelConfig
 from ._files import check_safetensors
-from ._lora import is_adapter_folder, merged_adapter_model
+from ._lora import adapter_folder, merged_adapter_model
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
@@ -48,6 +48,8 @@ def resolve_checkpoint(name_or_path: str) -> Path | None:
             return None
         return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"]))
     except Exception as error:  # noqa: BLE001 - the plain-encoder path gives its own error
+        if adapter_folder(name_or_path) is not None:  # a peft adapter repository: load_pretrained reads it
+            return None
         from huggingface_hub import constants
         from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -107,8 +109,9 @@ def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, seque
     from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
     folder = transformers_folder(name_or_path)
-    if sequence_classifier and is_adapter_folder(Path(folder)):
-        return _adapter_model(folder, trust_remote_code, config_overrides)
+    adapter = adapter_folder(folder) if sequence_classifier else None
+    if adapter is not None:
+        return _adapter_model(adapter, trust_remote_code, config_overrides)
     refuse_pickle(Path(folder))
     check_safetensors(Path(folder))
     tokenizer = load_tokenizer(folder, trust_remote_code)
@@ -129,9 +132,10 @@ def load_pretrained(name_or_path: str, *, trust_remote_code: bool = False, seque
     return Pretrained(model, tokenizer, False, folder)
 
 
-def _adapter_model(folder: str, trust_remote_code: bool, config_overrides: dict) -> Pretrained:
+def _adapter_model(folder: Path, trust_remote_code: bool, config_overrides: dict) -> Pretrained:
     """A peft adapter folder (RankLLaMA's published form): its base model's sequence classifier
-    with the adapters merged and the adapter's score head; the base model's tokenizer unless the
+    with the adapters merged and the adapter's score head, if its file holds one (else the base's
+    head: trained only if the base is a trained classifier); the base model's tokenizer unless the
     folder has its own."""
     bases = []
 
@@ -139,11 +143,10 @@ def _adapter_model(folder: str, trust_remote_code: bool, config_overrides: dict)
         bases.append(load_pretrained(name, trust_remote_code=trust_remote_code, **config_overrides))
         return bases[0].model
 
-    model = merged_adapter_model(Path(folder), load_base)
-    saved = json.loads((Path(folder) / "adapter_config.json").read_text())
-    has_tokenizer = (Path(folder) / "tokenizer_config.json").is_file()
-    tokenizer = load_tokenizer(folder, trust_remote_code) if has_tokenizer else bases[0].tokenizer
-    return Pretrained(model, tokenizer, bool(saved.get("modules_to_save")), folder)
+    model, head_in_adapter = merged_adapter_model(folder, load_base)
+    has_tokenizer = (folder / "tokenizer_config.json").is_file()
+    tokenizer = load_tokenizer(str(folder), trust_remote_code) if has_tokenizer else bases[0].tokenizer
+    return Pretrained(model, tokenizer, head_in_adapter or bases[0].trained_head, str(folder))
 
 
 def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False) -> nn.Module:
@@ -220,6 +223,19 @@ def training_attention_dropout(model: nn.Module, p: float | None):
     finally:
         for owner, name, value in changed:
             setattr(owner, name, value)
+
+
+def set_attention(encoder: nn.Module, attn_implementation: str | None) -> None:
+    """transformers' attention kernel ``attn_implementation`` for ``encoder`` (None: leave it);
+    transformers' own error for a kernel it cannot use (e.g. flash-attn not installed), and ours
+    where the architecture cannot change its kernel once built."""
+    if attn_implementation is None or encoder.config._attn_implementation == attn_implementation:
+        return
+    with _quiet_transformers():
+        encoder.set_attn_implementation(attn_implementation)
+    if encoder.config._attn_implementation != attn_implementation:
+        raise ValueError(f"attn_implementation={attn_implementation!r}: {type(encoder).__name__} cannot change its "
+                         f"attention kernel once built (it uses {encoder.config._attn_implementation!r})")
 
 
 def _with_sdpa(build, kwargs: dict):

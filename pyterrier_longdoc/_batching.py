@@ -82,21 +82,37 @@ class ChunkBatch:
                                                                self.token_type_ids, self.query_mask, self.doc_mask)))
 
 
+def batch_bounds(lengths: np.ndarray, batch_size: int, max_tokens: int | None = None) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of consecutive batches of sequences of ``lengths``: at most ``batch_size``
+    sequences and, with ``max_tokens``, at most that many tokens once padded to the batch's longest
+    (always at least one sequence), so that a batch of 4,096-token sequences holds fewer of them."""
+    start = 0
+    while start < len(lengths):
+        end = min(start + batch_size, len(lengths))
+        if max_tokens is not None:
+            padded = np.maximum.accumulate(lengths[start:end]) * np.arange(1, end - start + 1)
+            end = start + max(1, int(np.searchsorted(padded, max_tokens, side="right")))
+        yield start, end
+        start = end
+
+
 def length_sorted_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
-                          layout: SpecialLayout, batch_size: int, pad_id: int) -> Iterator[ChunkBatch]:
-    """Batches of at most ``batch_size`` sequences, longest first (an OOM shows up at once)."""
+                          layout: SpecialLayout, batch_size: int, pad_id: int,
+                          max_tokens: int | None = None) -> Iterator[ChunkBatch]:
+    """Batches of at most ``batch_size`` sequences (and ``max_tokens`` padded tokens), longest
+    first (an OOM shows up at once)."""
     order = np.argsort(-plan.lengths, kind="stable")
-    for b in range(0, len(order), batch_size):
-        index = order[b:b + batch_size]
-        yield build_batch(plan, index, query_ids, doc_ids, layout, pad_id)
+    for start, end in batch_bounds(plan.lengths[order], batch_size, max_tokens):
+        yield build_batch(plan, order[start:end], query_ids, doc_ids, layout, pad_id)
 
 
 def input_order_batches(plan: ChunkPlan, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
-                        layout: SpecialLayout, batch_size: int, pad_id: int) -> Iterator[ChunkBatch]:
+                        layout: SpecialLayout, batch_size: int, pad_id: int,
+                        max_tokens: int | None = None) -> Iterator[ChunkBatch]:
     """The same batches without the length sort: chunks in input (document) order, each batch
     padded to its own longest sequence. A baseline for benchmarks; never faster."""
-    for b in range(0, len(plan), batch_size):
-        yield build_batch(plan, np.arange(b, min(b + batch_size, len(plan))), query_ids, doc_ids, layout, pad_id)
+    for start, end in batch_bounds(plan.lengths, batch_size, max_tokens):
+        yield build_batch(plan, np.arange(start, end), query_ids, doc_ids, layout, pad_id)
 
 
 #: batching policies of ``LongDocModel.batching``, by the names ``Runtime`` accepts

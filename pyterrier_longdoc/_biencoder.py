@@ -40,6 +40,13 @@ class BiEncoderModel(LongDocModel):
     def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
         return SpecialLayout.single(tokenizer, chunking.doc_prefix)
 
+    @staticmethod
+    def longest_query(tokenizer, chunk_settings: dict) -> int:
+        """A query as long as the model reads, as sentence-transformers truncates it: ``max_length``
+        less its special tokens and prompt."""
+        layout = SpecialLayout.single(tokenizer, chunk_settings.get("query_prefix", ""))
+        return chunk_settings.get("max_length", Chunking.max_length) - layout.n_special
+
     def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""
         return LongDocModel.encode(self, batch)

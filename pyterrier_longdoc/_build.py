@@ -63,7 +63,7 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
             saved = _saved_config(cls, source, path)
             if saved is None:  # a new model: settings its folder gives (a bi-encoder's pooling, ...)
                 settings = cls.source_settings(str(path or source), settings)
-            merged = {**cls.defaults, **(saved.settings if saved else {}), **settings}
+            merged = {**cls.defaults, **_saved_settings(cls, saved), **settings}
         merged = cls.check_settings(merged)  # before loading anything: a wrong name fails fast
         start = _start(cls, source, path, saved, trust_remote_code)
         config, model = _assemble(cls, start, merged)
@@ -83,6 +83,14 @@ def _saved_config(cls, source: str, path: Path | None) -> ModelConfig | None:
     return saved
 
 
+def _saved_settings(cls, saved: ModelConfig | None) -> dict:
+    """A saved model's settings; one saved before ``append_eos`` was a setting of its class keeps
+    the rule it was scored with (None: an EOS where the head reads the last token)."""
+    if saved is None:
+        return {}
+    return {"append_eos": None, **saved.settings} if "append_eos" in cls.defaults else saved.settings
+
+
 def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | None,
            trust_remote_code: bool) -> _Start:
     """The encoder, tokenizer and window head a model is assembled from."""
@@ -93,7 +101,9 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
     if saved is None:
         loaded = load_pretrained(source, trust_remote_code=trust_remote_code,
                                  sequence_classifier=cls.aggregator.chunk_head)
-        encoder, head = _split(loaded.model)
+        # in fp32 whatever the checkpoint's dtype (most Llama and Qwen2 are saved in bf16): the new
+        # parameters are fp32, and the runtime casts to the dtype asked for (``Runtime.weights_dtype``)
+        encoder, head = _split(loaded.model.float())
         if head is not None and not loaded.trained_head:
             head.reset_output_layer()
         return _Start(encoder, loaded.tokenizer, head, loaded.trained_head, source)
@@ -101,7 +111,7 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
     refuse_pickle(path)
     backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code,
                                  sequence_classifier=saved.head_type == "sequence_classification")
-    encoder, head = _split(backbone)
+    encoder, head = _split(backbone.float())  # a config saved from a bf16 model names bf16
     return _Start(encoder, load_tokenizer(str(path), trust_remote_code), head, True, saved.base_model)
 
 
@@ -115,6 +125,8 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
     if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
         chunk_settings["max_length"] = encoder_max_length(start.encoder, start.tokenizer)
+    if chunk_settings.get("max_query_tokens", 0) is None:  # as many as the engine's query sequence holds
+        chunk_settings["max_query_tokens"] = cls.engine.longest_query(start.tokenizer, chunk_settings)
     head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                 **({"head": start.head} if chunk_head else {}))

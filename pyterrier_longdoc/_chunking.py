@@ -119,7 +119,10 @@ class Chunking:
     caps the chunks per document; ``chunk_selection`` says which to keep: ``"first"``, or
     PARADE's ``"first_last_even"`` (the first, the last, and the rest evenly spaced between them).
     ``query_prefix`` and ``doc_prefix`` go before the query and before every chunk (RankLLaMA's
-    ``"query: "`` and ``"document: "``); their tokens count as special tokens.
+    ``"query: "`` and ``"document: "``); their tokens count as special tokens. ``append_eos``: the
+    tokenizer's EOS token after the chunk (a special token too); None: where the head reads the
+    last token (decoder-only LMs), as transformers' sequence classifiers of them were trained by
+    Tevatron's ``--append_eos_token``.
     """
 
     window: int | None = None
@@ -132,8 +135,11 @@ class Chunking:
     disjoint_split: str = "even"
     query_prefix: str = ""
     doc_prefix: str = ""
+    append_eos: bool | None = None
 
     def __post_init__(self):
+        if self.append_eos not in (None, True, False):
+            raise ValueError(f"append_eos must be True, False or None (the model's rule), got {self.append_eos!r}")
         for name in ("query_prefix", "doc_prefix"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")

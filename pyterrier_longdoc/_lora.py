@@ -8,14 +8,17 @@ which live outside the encoder) train.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import torch
 from torch import nn
 
-#: RankLLaMA's (Tevatron's) LoRA: rank 8, alpha 64, dropout 0.1, every linear layer of the LM
+#: Tevatron's LoRA defaults (its lora_r, lora_alpha, lora_dropout), on every linear layer of the LM;
+#: the published RankLLaMA adapters use r=32 with the same alpha 64 (docs/guide/models.md)
 LORA_DEFAULTS = {"r": 8, "alpha": 64, "dropout": 0.1, "target_modules": "all-linear"}
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_PICKLE = "adapter_model.bin"  # older peft's (RankLLaMA v1's): read as weights only, never run
 
 
 def _peft():
@@ -92,17 +95,73 @@ def save_adapter(encoder: nn.Module, head: nn.Module, path: Path, base_model: st
     saved.save_pretrained(str(path))
 
 
+def redraw_fresh_lora(encoder: nn.Module, seed: int) -> bool:
+    """Draws the ``A`` matrices of adapters that were never trained (every ``B`` still 0) again
+    from ``seed`` (peft's initialisation), so that a fit starts from the same adapters in every
+    process; the scores do not change (B = 0). False when there are no fresh adapters."""
+    layers = [m for m in encoder.modules() if isinstance(getattr(m, "lora_A", None), nn.ModuleDict)]
+    if not layers or any(bool(b.weight.any()) for m in layers for b in m.lora_B.values()):
+        return False
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        for layer in layers:
+            for a in layer.lora_A.values():
+                nn.init.kaiming_uniform_(a.weight, a=math.sqrt(5))
+    return True
+
+
 def is_adapter_folder(path: Path) -> bool:
     """A peft adapter folder (RankLLaMA's published form): adapters and a base model's name, no model."""
     return (path / "adapter_config.json").is_file() and not (path / "config.json").is_file()
 
 
-def merged_adapter_model(path: Path, load_base) -> nn.Module:
-    """The sequence-classification model of a peft adapter folder, adapters merged:
-    ``load_base(name)`` loads the base model its ``adapter_config.json`` names."""
+def adapter_folder(name_or_path: str) -> Path | None:
+    """The peft adapter folder ``name_or_path`` names: itself, or the files of a hub repository
+    holding one (downloaded, or from the HuggingFace cache when offline); None for anything else."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path if is_adapter_folder(path) else None
+    if path.exists() or name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") != 1:
+        return None
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    try:
+        hf_hub_download(name_or_path, "adapter_config.json")
+    except Exception:  # noqa: BLE001 - not an adapter repository, or none reachable: the caller's path decides
+        return None
+    return Path(snapshot_download(name_or_path, allow_patterns=["*.json", "*.safetensors", ADAPTER_PICKLE, "*.txt",
+                                                                "*.model"]))
+
+
+def adapter_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of an adapter folder: ``adapter_model.safetensors``, or else ``adapter_model.bin``
+    read with ``torch.load(weights_only=True)``, which refuses a pickle that would run code."""
+    if (path / ADAPTER_WEIGHTS).is_file():
+        from safetensors.torch import load_file
+
+        return load_file(str(path / ADAPTER_WEIGHTS))
+    if (path / ADAPTER_PICKLE).is_file():
+        try:
+            return torch.load(path / ADAPTER_PICKLE, map_location="cpu", weights_only=True)
+        except Exception as error:  # noqa: BLE001 - an unpickling error names what it refused
+            raise ValueError(f"{path / ADAPTER_PICKLE} is not weights alone (torch.load(weights_only=True) refused "
+                             f"it: {error}); it is not loaded") from None
+    raise FileNotFoundError(f"{path} has no adapter weights ({ADAPTER_WEIGHTS} or {ADAPTER_PICKLE})")
+
+
+def merged_adapter_model(path: Path, load_base) -> tuple[nn.Module, bool]:
+    """The sequence-classification model of a peft adapter folder, adapters merged, as
+    ``PeftModel.from_pretrained(base, path).merge_and_unload()`` makes it; ``load_base(name)``
+    loads the base model its ``adapter_config.json`` names. Also whether the adapter file holds the
+    head's weights, however the config says so: RankLLaMA's (``task_type: SEQ_CLS``,
+    ``modules_to_save: null``) has them in the file, which peft loads for a SEQ_CLS adapter."""
     peft = _peft()
     base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{path / 'adapter_config.json'} names no base_model_name_or_path to apply the adapters to")
+    saved = adapter_weights(path)  # checked here: peft reads the same file after
+    base_model = load_base(base)
+    heads = [name for name, _ in base_model.named_children() if name != base_model.base_model_prefix]
+    trained_head = any(key.startswith(f"base_model.model.{head}.") for key in saved for head in heads)
     with torch.no_grad():
-        return peft.PeftModel.from_pretrained(load_base(base), str(path)).merge_and_unload()
+        return peft.PeftModel.from_pretrained(base_model, str(path)).merge_and_unload(), trained_head

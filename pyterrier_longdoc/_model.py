@@ -98,11 +98,12 @@ class LongDocModel(ObservedStages, nn.Module):
         self.tokenizer = tokenizer
         self.chunking = chunking
         aggregator.attach(encoder, tokenizer, chunking)
-        # a head on the last token (decoder-only LMs) reads it at an EOS appended, as RankLLaMA does
+        # a head on the last token (decoder-only LMs) reads it at an EOS appended, unless told otherwise
         reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
         if reads_last and hasattr(encoder.config, "use_cache"):
             encoder.config.use_cache = False  # scoring never generates: no key/value cache
-        self.layout = self.sequence_layout(tokenizer, chunking, eos=reads_last)
+        eos = reads_last if chunking.append_eos is None else chunking.append_eos
+        self.layout = self.sequence_layout(tokenizer, chunking, eos=eos)
         chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
         self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
         self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
@@ -126,6 +127,13 @@ class LongDocModel(ObservedStages, nn.Module):
     @partial_last_layer.setter
     def partial_last_layer(self, value: bool) -> None:
         self.runtime.partial_last_layer = value
+
+    @staticmethod
+    def longest_query(tokenizer, chunk_settings: dict) -> int:
+        """``max_query_tokens=None``'s query length; a cross-encoder's query shares the sequence with
+        the document, so it has none."""
+        raise ValueError("max_query_tokens must be a positive integer (None is for bi-encoders, whose query is a "
+                         "sequence of its own)")
 
     @staticmethod
     def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:
@@ -200,7 +208,8 @@ class LongDocModel(ObservedStages, nn.Module):
         document (``[documents, chunks, ...]``, or a tuple of such), and the chunk mask."""
         with self._stage("plan"):
             plan = ChunkPlan.build(query_ids, doc_ids, chunking, layout)
-        batches = BATCHINGS[self.batching](plan, query_ids, doc_ids, layout, batch_size, self.pad_id)
+        batches = BATCHINGS[self.batching](plan, query_ids, doc_ids, layout, batch_size, self.pad_id,
+                                           self.runtime.max_batch_tokens)
         if self.observer is not None:
             batches = self._observed_batches(batches)
         # progress counts documents: one is done when the last of its chunks is encoded

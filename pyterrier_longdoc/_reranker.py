@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from ._backbone import resolve_checkpoint
+from ._backbone import resolve_checkpoint, set_attention
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from ._config import ModelConfig
 from ._hub import Publishing
@@ -25,7 +25,7 @@ from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
 from ._frames import column_texts, row_label
 from ._replicas import Replicas
-from ._runtime import Runtime
+from ._runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring
 from .aggregators.base import Aggregator
 
@@ -99,13 +99,15 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
                  text_field: str = "text", device: str | torch.device | list | None = None,
                  dtype: str | torch.dtype | None = None, verbose: bool = False, warn_cropping: bool | None = None,
                  trust_remote_code: bool = False, verify_weights: bool = True, fit_options: dict | None = None,
-                 seed: int | None = None, **settings):
+                 seed: int | None = None, attn_implementation: str | None = None,
+                 max_batch_tokens: int | None = None, **settings):
         if self.name is None:
             _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
         folder = saved_folder(str(model_name_or_path))
-        self._use_runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping), fit_options)
+        self._use_runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping, attn_implementation,
+                                  max_batch_tokens), fit_options)
         flags = {"trust_remote_code": True} if trust_remote_code else {}
         self._source = (str(model_name_or_path), {**settings, **flags, **({"seed": seed} if seed is not None else {})})
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
@@ -144,6 +146,8 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         self.config, self.model = config, model
         model.runtime = self.runtime  # the engine options are the reranker's
         self.model.to(self.device)
+        hold_parameters(self.model, self.runtime.weights_dtype(self.device))
+        set_attention(model.encoder, self.runtime.attn_implementation)
         pt.Artifact.__init__(self, path)
 
     # the runtime options, also as attributes of the model
@@ -152,6 +156,20 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
     verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
     warn_cropping = property(lambda self: self.runtime.warn_cropping,
                              lambda self, v: setattr(self.runtime, "warn_cropping", v))
+    max_batch_tokens = property(lambda self: self.runtime.max_batch_tokens,
+                                lambda self, v: setattr(self.runtime, "max_batch_tokens", v))
+
+    @property
+    def attn_implementation(self) -> str:
+        """transformers' attention kernel of the encoder (set it to change it: ``"eager"``, ``"sdpa"``,
+        ``"flash_attention_2"``, ...)."""
+        return self.model.encoder.config._attn_implementation
+
+    @attn_implementation.setter
+    def attn_implementation(self, value: str) -> None:
+        self.runtime.attn_implementation = value
+        set_attention(self.model.encoder, value)
+        self._replicas.clear()
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -218,6 +236,7 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         """
         from .training import fit
 
+        hold_parameters(self.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
         topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
                                                      valid_candidates, {**self.fit_options, **options})
         self.history = fit(self, topics, qrels_tr, candidates, **options)

@@ -19,7 +19,8 @@ from ._frames import column_texts, row_label  # noqa: F401 - their home until ve
 AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
                    "fp16": torch.float16, "float16": torch.float16}
 # the options a model's constructor takes; the others are engine options, set as attributes
-CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping")
+CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping", "attn_implementation",
+                       "max_batch_tokens")
 
 
 def unknown_dtype(value) -> ValueError:
@@ -36,8 +37,15 @@ class Runtime:
     ``dtype``: ``None`` (bf16, or fp16, on CUDA; fp32 elsewhere), ``"auto"`` (as ``None``, and
     bf16 on CPUs that compute it natively), ``"bf16"``, ``"fp16"``, ``"fp32"`` (or a
     ``torch.dtype``), or ``"int8"`` (dynamic int8 quantization of the encoder's linear layers,
-    CPU inference only). Engine options: ``batching`` (the batch policy), ``partial_last_layer``
-    and ``onednn_linears`` (the inference fast paths, where the encoder supports them).
+    CPU inference only). On a GPU, bf16 and fp16 hold the weights in that dtype too (half the
+    memory of fp32; ``fit`` keeps the weights it trains in fp32); elsewhere the weights are fp32 and
+    autocast computes in the dtype. ``attn_implementation``: transformers' attention kernel
+    (``"sdpa"``, ``"eager"``, ``"flash_attention_2"`` where flash-attn is installed, ...), None for
+    the library's choice (SDPA where the architecture has it). ``max_batch_tokens``: a cap on the
+    tokens of a batch (sequences times their padded length) besides ``batch_size``, so that
+    batches of long sequences hold fewer of them; None: no cap. Engine options: ``batching`` (the
+    batch policy), ``partial_last_layer`` and ``onednn_linears`` (the inference fast paths, where
+    the encoder supports them).
     """
 
     batch_size: int = BATCH_SIZE
@@ -46,6 +54,8 @@ class Runtime:
     dtype: str | torch.dtype | None = None
     verbose: bool = False
     warn_cropping: bool | None = None  # None: the model's own default
+    attn_implementation: str | None = None
+    max_batch_tokens: int | None = None
     batching: str = "length_sorted"
     partial_last_layer: bool = True
     onednn_linears: bool = True
@@ -60,6 +70,17 @@ class Runtime:
     def _check_batch_size(value) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"batch_size must be a positive integer, got {value!r}")
+
+    @staticmethod
+    def _check_max_batch_tokens(value) -> None:
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"max_batch_tokens must be a positive integer or None (no cap), got {value!r}")
+
+    @staticmethod
+    def _check_attn_implementation(value) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"attn_implementation must be a transformers attention name (e.g. 'sdpa', 'eager', "
+                            f"'flash_attention_2') or None, got {value!r}")
 
     @staticmethod
     def _check_text_field(value) -> None:
@@ -116,12 +137,29 @@ class Runtime:
             return None
         return resolve_dtype(self.dtype, device if device is not None else self.devices()[0])
 
+    def weights_dtype(self, device: torch.device | None = None) -> torch.dtype:
+        """The dtype the weights are held in on ``device`` (default: the first device): bf16 or
+        fp16 where that is the autocast dtype on a GPU, fp32 elsewhere (CPU autocast keeps fp32
+        weights: int8 quantizes from them, and fp32 is what oneDNN's fast path reads)."""
+        device = device if device is not None else self.devices()[0]
+        autocast = self.autocast_dtype(device)
+        return autocast if autocast is not None and device.type == "cuda" else torch.float32
+
     def dtype_name(self, device: torch.device | None = None) -> str:
         """What ``dtype`` comes to on ``device`` (default: the first device): ``"bf16"``,
         ``"fp16"``, ``"fp32"`` or ``"int8"``."""
         if self.int8:
             return "int8"
         return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype(device)]
+
+
+def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_only: bool = False) -> None:
+    """``model``'s floating-point parameters (with ``trainable_only``, those that require grad) in
+    ``dtype``. Buffers keep theirs: a rotary embedding's frequencies lose positions in bf16."""
+    for parameter in model.parameters():
+        wanted = parameter.requires_grad or not trainable_only
+        if wanted and parameter.is_floating_point() and parameter.dtype != dtype:
+            parameter.data = parameter.data.to(dtype)
 
 
 def _check_flag(name: str, value) -> None:

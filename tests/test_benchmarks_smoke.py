@@ -146,3 +146,17 @@ def test_tutorial_warm_start_benchmark_measures_each_variant_it_is_given(tmp_pat
     assert 0 <= float(rows[1][5]) <= 1  # the share of answers scored higher with their own query
     assert all(0 <= float(value) <= 1 for value in rows[1][3].split(" / ") + rows[1][6].split(" / "))
     assert "commit" in result.stdout and list(tmp_path.iterdir()) == []  # --quick writes no results file
+
+
+def test_gpu_check_runs_its_three_models_against_fp32_and_the_references_on_the_cpu(tmp_path):
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_check.py"), "--device", "cpu", "--quick",
+                             "--results", str(tmp_path)], cwd=ROOT,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert [r[0] for r in rows[1:]] == ["MaxP (tiny BERT)", "PARADE-Attn", "LLMMaxP (random Llama)"]
+    for row in rows[1:]:
+        assert float(row[7]) < 1e-2  # bf16 (emulated here) against fp32
+    assert float(rows[1][10]) < 1e-2 and float(rows[3][10]) < 1e-2  # against CrossEncoder.predict, transformers
+    assert list(tmp_path.iterdir()) == []  # --quick writes no results file

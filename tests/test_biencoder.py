@@ -39,6 +39,9 @@ def test_firstp_is_sentence_transformers_on_one_window(minilm, sentence_transfor
     assert model.settings["pooling"] == "mean" and model.settings["normalize"] is True
     assert model.settings["max_length"] == 256  # the folder's max_seq_length
     np.testing.assert_allclose(model.predict([(QUERY, DOC)]), [cosine(sentence_transformer, QUERY, DOC)], rtol=1e-5)
+    long_query = " ".join([QUERY] * 30)  # 150 words: past 64 tokens, within the model's 256
+    np.testing.assert_allclose(model.predict([(long_query, DOC)]), [cosine(sentence_transformer, long_query, DOC)],
+                               rtol=1e-5)
     prefixed = pl.BiEncoderFirstP(minilm, query_prefix="query: ", doc_prefix="passage: ", dtype="fp32")
     np.testing.assert_allclose(prefixed.predict([(QUERY, DOC)]),
                                [cosine(sentence_transformer, "query: " + QUERY, "passage: " + DOC)], rtol=1e-5)
@@ -81,6 +84,10 @@ def test_the_folders_pooling_prompts_similarity_and_length_are_used(tiny_sentenc
     short = "red cat castle"
     expected = model.similarity(model.encode_query([QUERY]), model.encode_document([short]))
     np.testing.assert_allclose(ranker.predict([(QUERY, short)]), expected.numpy()[0], rtol=1e-5)
+    # a query is read as far as sentence-transformers reads it: max_seq_length, prompt and special tokens included
+    long_query = " ".join(["red cat river castle"] * 12)  # 48 words: past the folder's 40 tokens
+    expected = model.similarity(model.encode_query([long_query]), model.encode_document([short]))
+    np.testing.assert_allclose(ranker.predict([(long_query, short)]), expected.numpy()[0], rtol=1e-5)
     # given settings win over the folder's
     assert pl.BiEncoderFirstP(path, similarity="cosine", query_prefix="").settings["similarity"] == "cosine"
 

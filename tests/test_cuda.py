@@ -48,6 +48,21 @@ def test_the_gpu_default_is_bf16_and_scores_as_fp32_does_within_its_rounding(nam
     assert np.abs(scores - reference).max() <= 0.05 * np.abs(reference).max() + 1e-2
 
 
+@pytest.mark.parametrize("dtype,held", [("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32)])
+def test_half_precision_holds_the_weights_in_it_and_fit_trains_fp32_masters(dtype, held, tiny_bert, tmp_path):
+    _, gpu = pair("llm_maxp", tiny_bert, tmp_path, dtype=dtype)
+    frozen = [p for p in gpu.model.parameters() if not p.requires_grad]
+    assert frozen and {p.dtype for p in gpu.model.parameters()} == {held}  # the LM's weights and its adapters
+    inp = frame()
+    assert np.isfinite(gpu(inp)["score"]).all()
+    topics = inp[["qid", "query"]].drop_duplicates()
+    qrels = inp.assign(label=(inp["docno"] == "d2").astype(int))[["qid", "docno", "label"]]
+    gpu.fit(topics, qrels, inp.assign(rank=inp.groupby("qid").cumcount()), epochs=1, queries_per_step=2,
+            negatives=1, warmup=0.0)
+    assert {p.dtype for p in gpu.model.parameters() if p.requires_grad} == {torch.float32}
+    assert {p.dtype for p in frozen} == {held}  # what fit does not train stays in half precision
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_model_saved_on_the_gpu_loads_on_the_cpu_with_its_scores(name, tiny_bert, tmp_path):
     _, gpu = pair(name, tiny_bert, tmp_path, dtype="fp32")

@@ -5,8 +5,10 @@ over E5-4K zero-shot so.
 Zero-shot by design: an embedding model (a sentence-transformers folder, or a transformers
 encoder) is used as its own folder says: its pooling, normalisation, similarity function, query
 and document prompts and input length, each overridable (``pooling``, ``normalize``,
-``similarity``, ``query_prefix``, ``doc_prefix``, ``max_length``). On one window the score is
-``SentenceTransformer.encode``'s embeddings compared by the model's similarity.
+``similarity``, ``query_prefix``, ``doc_prefix``, ``max_length``). A query is read as far as the
+model reads (``max_query_tokens=None``: ``max_length`` less its special tokens and prompt, as
+sentence-transformers truncates it). On one window the score is ``SentenceTransformer.encode``'s
+embeddings compared by the model's similarity.
 
 ``fit`` trains the shared encoder (both towers) with the library's losses over each query's
 sampled hard negatives (``loss="listwise"`` is the contrastive softmax cross-entropy over the
@@ -22,7 +24,7 @@ from ..aggregators.biencoder import BiEncoderAggregator
 from .score import SLIDING
 
 EMBEDDER_DEFAULTS = {"pooling": "mean", "normalize": False, "similarity": "cosine", "query_prefix": "",
-                     "doc_prefix": "", "max_query_tokens": 64}
+                     "doc_prefix": "", "max_query_tokens": None}  # None: as far as sentence-transformers reads
 
 
 class _BiEncoder(LongDocReranker):

@@ -2,7 +2,8 @@
 
 Ma, Wang, Yang, Wei, Lin, "Fine-Tuning LLaMA for Multi-Stage Text Retrieval" (RankLLaMA),
 SIGIR 2024: a causal LM's sequence-classification head reads the last token of
-``query: {q}`` ... ``document: {d}</s>``, fine-tuned with LoRA; the positional-bias study
+``query: {q}`` ... ``document: {d}`` (the paper ends it with ``</s>``; the published passage
+model's card tokenizes the pair without it), fine-tuned with LoRA; the positional-bias study
 behind MS MARCO FarRelevant evaluates FirstP and LongP over TinyLLAMA so.
 
 Why classes and not only an option: the engine already handles a decoder-only backbone in any
@@ -10,9 +11,10 @@ score model (its ``*ForSequenceClassification`` head is a linear ``score`` layer
 engine reads at the last non-pad token, with an EOS appended; no token types), so
 ``MaxP(llama_checkpoint)`` scores as that checkpoint does. What these classes add is what a
 RankLLaMA model *is* beyond its backbone, saved with it: RankLLaMA's input template
-(``query_prefix``, ``doc_prefix``), LoRA adapters (``lora``) and gradient checkpointing for
-``fit``, and a check that the backbone is a decoder. Each is the encoder model class with this
-mixin (``LLMMaxP`` is a ``MaxP``): the aggregation is not written twice.
+(``query_prefix``, ``doc_prefix``, ``append_eos``), LoRA adapters (``lora``) and gradient
+checkpointing for ``fit``, batches capped by tokens, and a check that the backbone is a decoder.
+Each is the encoder model class with this mixin (``LLMMaxP`` is a ``MaxP``): the aggregation is
+not written twice.
 """
 from __future__ import annotations
 
@@ -24,19 +26,28 @@ from .longp import LongP
 from .score import FirstP, KMaxAvgP, MaxP, SumP
 
 LORA_LR = 1e-4  # RankLLaMA's learning rate for its LoRA adapters
-LLM_DEFAULTS = {"query_prefix": "query: ", "doc_prefix": "document: ", "lora": {}, "gradient_checkpointing": True}
+# the published RankLLaMA passage model's input: its model card tokenizes the pair without an EOS
+LLM_DEFAULTS = {"query_prefix": "query: ", "doc_prefix": "document: ", "append_eos": False, "lora": {},
+                "gradient_checkpointing": True}
+LLM_BATCH_TOKENS = 16 * 512  # a batch's tokens by default: 16 sequences of 512, or 2 of 4,096
 
 
 class LLMCrossEncoder:
     """What the LLM models add to their encoder model class (a mixin, first in the bases).
 
     Settings: ``query_prefix="query: "``, ``doc_prefix="document: "`` (RankLLaMA's template;
-    ``""`` for none); ``lora``: LoRA adapters added to the LM, a dict of ``r`` (8), ``alpha``
-    (64), ``dropout`` (0.1) and ``target_modules`` (``"all-linear"``), RankLLaMA's; ``{}`` for
-    those defaults, ``None`` to train every weight; with adapters, ``fit`` trains only them and
-    the score head, by default at RankLLaMA's ``lr=1e-4`` (``fit_options`` or ``fit(lr=...)``
-    change it). ``gradient_checkpointing`` (True): recompute activations in the backward pass
-    rather than keep them (training only). On a CUDA device the default dtype is bf16.
+    ``""`` for none); ``append_eos`` (False): the tokenizer's EOS after the document, as the
+    RankLLaMA paper and Tevatron's ``--append_eos_token`` training have it (True), or not, as the
+    published passage model's card uses it (the default); ``lora``: LoRA adapters added to the LM,
+    a dict of ``r`` (8), ``alpha`` (64), ``dropout`` (0.1) and ``target_modules``
+    (``"all-linear"``): Tevatron's defaults (the published RankLLaMA adapters have ``r=32``,
+    ``alpha=64``); ``{}`` for those defaults, ``None`` to train every weight; new adapters are
+    drawn from ``seed=`` and drawn again from ``fit``'s seed, so a fit is the same in every process;
+    with adapters, ``fit`` trains only them and the score head, by default at RankLLaMA's
+    ``lr=1e-4`` (``fit_options`` or ``fit(lr=...)`` change it). ``gradient_checkpointing`` (True):
+    recompute activations in the backward pass rather than keep them (training only). On a CUDA
+    device the default dtype is bf16, weights included; batches hold at most ``max_batch_tokens``
+    (16 x 512) tokens unless given.
     Start from a RankLLaMA-style checkpoint: a causal LM's ``*ForSequenceClassification`` folder
     (its score head kept), or a peft adapter folder whose ``adapter_config.json`` names the base
     model (merged into it); a plain LM gets a new score head.
@@ -46,6 +57,8 @@ class LLMCrossEncoder:
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.runtime.max_batch_tokens is None:  # a LongP batch of 4,096-token sequences is not 16 of them
+            self.runtime.max_batch_tokens = LLM_BATCH_TOKENS
         if self.settings["lora"] is not None:  # adapters learn at RankLLaMA's rate, not full fine-tuning's
             self.fit_options.setdefault("lr", LORA_LR)
 

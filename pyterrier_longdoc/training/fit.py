@@ -7,6 +7,7 @@ from typing import Callable
 import pandas as pd
 
 from .._backbone import training_attention_dropout
+from .._lora import redraw_fresh_lora
 from .._frames import column_texts, require_frame
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
@@ -103,6 +104,7 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
     check_option_names(options, "fit", data=False)
     args = (args or TrainingArguments()).replace(**options) if options else (args or TrainingArguments())
     data = prepare(reranker, args, topics, qrels, candidates, text, (valid_topics, valid_qrels, valid_candidates))
+    redraw_fresh_lora(reranker.model.encoder, args.seed)  # LoRA's A from the run's seed: the same in every process
     with training_attention_dropout(reranker.model, args.attention_dropout):
         return Trainer(reranker, args, data, callback).train()
 
