@@ -40,7 +40,7 @@ def gpu_hours(row: Row) -> dict[str, float]:
     train_queries = recipe.train_queries or TRAIN_QUERIES
     depth = max(c.first_stage.depth for c in row.columns)
     train = train_queries * recipe.epochs * (1 + recipe.negatives) * per_doc / TRAIN_RATE
-    passage = recipe.passage_steps * 8 * 2 * 0.3 / TRAIN_RATE  # triples of ~150-token passages
+    passage = recipe.passage_steps * 8 * 2 * 0.3 / TRAIN_RATE if recipe.warm_start != "none" else 0.0  # ~150-token passages
     test = fine_tune = 0.0
     for column in row.columns:
         queries = column.test_queries or TEST_QUERIES.get(column.irds_ids[0], 1000)
@@ -66,7 +66,7 @@ def plan(row: Row) -> str:
     lines = [f"{row.paper.key} table {row.table} row {row.name}: {row.label} ({row.paper.citation})",
              f"  command: {row.command}",
              f"  model: {row.model} from {row.backbone}" + (f", {row.model_settings}" if row.settings else ""),
-             f"  warm start: {recipe.warm_start}, {recipe.passage_steps} steps",
+             f"  warm start: {recipe.warm_start}" + (f", {recipe.passage_steps} steps" if recipe.warm_start != "none" else ""),
              f"  training: {recipe.train_collection}, {recipe.train_queries or 'all'} queries, {recipe.epochs} epoch(s), "
              f"{recipe.negatives} hard negative(s), lr {recipe.lr:g} (head {recipe.head_lr:g}), "
              f"{recipe.queries_per_step} queries a step, warm-up {recipe.warmup:.0%}, seeds {list(recipe.seeds)}",

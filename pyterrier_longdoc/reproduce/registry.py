@@ -66,7 +66,9 @@ class Column:
 class Recipe:
     """Training, as the authors' configuration files give it (see the module doc)."""
 
-    warm_start: str = "passage stage"  # the library's passage stage on the training documents' qrels
+    # "passage stage": the library's passage stage on the training documents' qrels, then the
+    # document stage; "none": the document stage from the backbone (an LLM, trained with LoRA)
+    warm_start: str = "passage stage"
     train_collection: str = "msmarco-document/train"
     train_irds_id: str = "msmarco-document/train"
     train_queries: int | None = None  # None: all
@@ -86,8 +88,10 @@ class Recipe:
                   "epoch, seeds 0-2")
 
     def fit_options(self, seed: int, **overrides) -> dict[str, Any]:
-        return dict(epochs=self.epochs, lr=self.lr, head_lr=self.head_lr, warmup=self.warmup, negatives=self.negatives,
-                    queries_per_step=self.queries_per_step, weight_decay=self.weight_decay, seed=seed, **overrides)
+        """``TrainingArguments`` of this recipe, with ``overrides`` (a fine-tuning's epochs, the depth)."""
+        return {**dict(epochs=self.epochs, lr=self.lr, head_lr=self.head_lr, warmup=self.warmup,
+                       negatives=self.negatives, queries_per_step=self.queries_per_step,
+                       weight_decay=self.weight_decay, seed=seed), **overrides}
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,8 @@ _MODELS_2024 = tuple(m for m in _MODELS_2022 if m[0] != "parade-transf-pretr-q")
 
 
 def _rows(paper: Paper, table: int, models, columns) -> tuple[Row, ...]:
-    return tuple(Row(paper, table, name, label, model, backbone, tuple(Cell(c) for c in columns), settings)
+    return tuple(Row(paper, table, name, label, model, backbone, tuple(Cell(c) for c in columns), settings,
+                     Recipe(warm_start="none") if model.startswith("llm_") else Recipe())
                  for name, label, model, backbone, settings in models)
 
 

@@ -56,7 +56,9 @@ def _train_on_msmarco(row: Row, sources: Sources, folder: Path, seed: int, backb
     candidates = sources.candidates(train, recipe.train_irds_id, _depth(row))
     args = TrainingArguments(**recipe.fit_options(seed, top_k=_depth(row)))
     options = {**row.model_settings, **model_options}
-    if warm_start:  # a trained passage cross-encoder: the document stage only
+    if recipe.warm_start == "none":
+        warm_start = warm_start or backbone or row.backbone
+    if warm_start:  # a trained passage cross-encoder (or an LLM): the document stage only
         model = model_class(row.model)(warm_start, seed=seed, **options)
         model.fit(train.topics, train.qrels, candidates=candidates, args=args, text=train.text)
         return model
@@ -113,7 +115,10 @@ def _far_relevant(row: Row, column: Column, model, saved: Path, sources: Sources
         train = sources.far_relevant(column, "train", row.recipe.fine_tune_queries, seed=0)
         model = _fine_tuned(row, saved, seed, model_options)
         args = row.recipe.fit_options(seed, epochs=row.recipe.fine_tune_epochs, top_k=column.first_stage.depth)
-        model.fit(train.topics, train.qrels, candidates=train.candidates, args=TrainingArguments(**args))
+        # hard negatives first: BM25's, then random ones (the builder's order within each is random)
+        candidates = train.candidates.sort_values("source", key=lambda s: s == "random", kind="stable")
+        candidates = candidates.assign(rank=candidates.groupby("qid").cumcount())
+        model.fit(train.topics, train.qrels, candidates=candidates, args=TrainingArguments(**args))
     return run_metric(model(test.candidates), test.topics, test.qrels, column.metric)
 
 
