@@ -1,4 +1,4 @@
-"""``pyterrier-longdoc demo | models | train | rerank``: the library from the shell.
+"""``pyterrier-longdoc demo | models | train | rerank | reproduce``: the library from the shell.
 
 Inputs: TREC topics (or ``qid<TAB>query`` lines), TREC qrels, and candidates from a TREC run file
 (``--run``), a Pyserini Lucene index (``--lucene-index``, BM25) or a PISA index (``--pisa-index``,
@@ -351,7 +351,30 @@ def build_parser() -> argparse.ArgumentParser:
                         help="settings, e.g. window=150 (with --backbone, or to override a saved model's)")
     rerank.add_argument("--output", required=True, help="the re-ranked run, TREC format, ranks from 1")
     rerank.add_argument("--name", default="pyterrier_longdoc", help="the run tag")
+    _add_reproduce(commands)
     return parser
+
+
+def _add_reproduce(commands) -> None:
+    reproduce = commands.add_parser("reproduce", help="run a paper's table rows end to end (ir_datasets, BM25, "
+                                                      "training per seed), published beside measured")
+    reproduce.add_argument("paper", help="boytsov2022 or positional-bias")
+    reproduce.add_argument("--table", type=int, help="one table of the paper (default: all)")
+    reproduce.add_argument("--row", help="one row, e.g. maxp (default: every row of the table)")
+    reproduce.add_argument("--plan", action="store_true", help="print downloads, disk and rough GPU-hours, run nothing")
+    reproduce.add_argument("--output", default="reproduce-output", help="one folder per row, with results.json/.md")
+    reproduce.add_argument("--backbone", help="a local copy of the row's encoder, instead of its hub id")
+    reproduce.add_argument("--warm-start", help="a trained passage cross-encoder to start from (skips the passage stage)")
+    reproduce.add_argument("--dataset", nargs="*", default=[], metavar="PAPER_ID=ID",
+                           help="read an ir_datasets id from another id (a local copy)")
+    reproduce.add_argument("--run", nargs="*", default=[], metavar="COLUMN=FILE",
+                           help="a TREC run instead of BM25 for a column (or the training collection's id)")
+    reproduce.add_argument("--max-queries", type=int, help="cap every collection's queries: a smoke run, not comparable")
+    reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the row's)")
+    reproduce.add_argument("--passage-steps", type=int, help="the passage stage's steps (default: the row's)")
+    reproduce.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    reproduce.add_argument("--device")
+    reproduce.add_argument("--dtype", choices=DTYPES)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,6 +415,8 @@ def _run(args) -> int:
         print("\nlistwise, in a pipeline only (pyterrier_longdoc.listwise):")
         print(f"{'RankGPT':<{width}}{_summary(RankGPT)}")
         return 0
+    if args.command == "reproduce":
+        return _reproduce(args)
     if args.top_k is not None and args.top_k < 1:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     if not (args.run or args.lucene_index or args.pisa_index):
@@ -479,6 +504,39 @@ def _rerank(args) -> int:
                                 verbose=True, **parse_settings(args.set))
     write_run(model(candidates), args.output, args.name)
     print(f"wrote {args.output}")
+    return 0
+
+
+def _pairs(pairs: list[str], option: str) -> dict[str, str]:
+    split = [pair.partition("=") for pair in pairs]
+    bad = [pair for pair, (key, sep, value) in zip(pairs, split) if not (key and sep and value)]
+    if bad:
+        raise CliError(f"{option} takes NAME=VALUE, got {bad[0]!r}")
+    return {key: value for key, _, value in split}
+
+
+def _reproduce(args) -> int:
+    from .reproduce import Sources, find_rows, plan, run_row, with_recipe
+
+    rows = find_rows(args.paper, args.table, args.row)
+    if args.max_queries is not None and args.max_queries < 1:
+        raise CliError(f"--max-queries must be at least 1, got {args.max_queries}")
+    runs = _pairs(args.run, "--run")
+    for name, path in runs.items():
+        if not Path(path).is_file():
+            raise CliError(f"--run {name}={path}: no such file")
+    if args.plan:
+        print("\n\n".join(plan(row) for row in rows))
+        return 0
+    options = {k: v for k, v in dict(device=args.device, dtype=args.dtype, batch_size=args.batch_size).items() if v}
+    for row in rows:
+        if args.seeds:
+            row = with_recipe(row, seeds=tuple(args.seeds))
+        folder = Path(args.output) / f"{row.paper.key}-table{row.table}-{row.name}"
+        sources = Sources(folder, _pairs(args.dataset, "--dataset"), runs, args.max_queries)
+        run_row(row, folder, sources, backbone=args.backbone, warm_start=args.warm_start,
+                passage_steps=args.passage_steps, model_options=options)
+        print(f"wrote {folder / 'results.md'}")
     return 0
 
 

@@ -5,6 +5,7 @@
 - ``documents``: document text by docno for your own collections (``TextLoader``, ``read_documents``);
 - ``datasets``: ir_datasets collections as long-document tasks with folds (``load_collection``);
 - ``synthetic``: the generated collection of the demo and the tutorials (answers near or far);
+- ``longembed``: LongEmbed's passkey and needle retrieval tasks, generated at its lengths (256 to 32,768);
 - ``dictionaries``, ``foldoc``: definition-finding tasks from Debian's dictd dictionaries (benchmarks);
 - ``demo``: the demo (``pyterrier-longdoc demo``): trains FirstP, MaxP and PARADE-Attn on the
   synthetic collection and compares them on near and far queries.

@@ -139,7 +139,8 @@ class LongDocCollection(Collection):
 
 
 def load_collection(name: str, fold: int | None = None, *, folds: Sequence[Iterable[str]] | None = None,
-                    doc_fields: Sequence[str] | None = None, text_field: str = "text") -> LongDocCollection:
+                    doc_fields: Sequence[str] | None = None, text_field: str = "text",
+                    irds_id: str | None = None) -> LongDocCollection:
     """Topics, qrels and a text lookup of one of the papers' collections (see the module doc).
 
     Args:
@@ -148,14 +149,21 @@ def load_collection(name: str, fold: int | None = None, *, folds: Sequence[Itera
         folds: Robust04 only: your own folds, a list of qid lists, instead of the standard five.
         doc_fields: the document fields joined into the text (default in the table above).
         text_field: the column the text lookup adds.
+        irds_id: read the collection from this ir_datasets id instead (a local copy registered
+            under another id, or a small stand-in): ``name`` still gives the query field, the
+            document fields and whether it has folds.
     """
     import ir_datasets
 
     if name.startswith("irds:"):
+        if irds_id is not None:
+            raise ValueError(f"irds_id= gives another source to a named collection; {name!r} names its id already")
         dataset = ir_datasets.load(name[len("irds:"):])
         spec = _generic_spec(name[len("irds:"):], dataset)
     elif name in COLLECTIONS:
         spec = COLLECTIONS[name]
+        if irds_id is not None:
+            spec = dataclasses.replace(spec, irds_id=irds_id)
         dataset = ir_datasets.load(spec.irds_id)
     else:
         raise ValueError(f"unknown collection {name!r}; known collections: {', '.join(COLLECTIONS)}, "
