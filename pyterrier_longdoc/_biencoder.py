@@ -8,6 +8,7 @@ back-off, regrouped per document), and the aggregator compares the embeddings.
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from typing import Callable, Sequence
 
 import numpy as np
@@ -16,6 +17,10 @@ import torch
 from ._batching import ChunkBatch
 from ._chunking import Chunking, SpecialLayout
 from ._model import LongDocModel, Scored
+
+
+# documents whose window embeddings inference keeps (the oldest dropped first): ~150 MB at width 384
+WINDOWS_KEPT = 20_000
 
 
 class BiEncoderModel(LongDocModel):
@@ -28,6 +33,7 @@ class BiEncoderModel(LongDocModel):
 
     def __init__(self, encoder, tokenizer, aggregator, chunking: Chunking):
         queries = chunking.max_query_tokens
+        self._windows_seen: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()  # (precision, text) -> windows
         # the windows' chunking: max_query_tokens of room that no query takes
         super().__init__(encoder, tokenizer, aggregator,
                          dataclasses.replace(chunking, max_length=chunking.max_length + queries))
@@ -46,6 +52,47 @@ class BiEncoderModel(LongDocModel):
         less its special tokens and prompt."""
         layout = SpecialLayout.single(tokenizer, chunk_settings.get("query_prefix", ""))
         return chunk_settings.get("max_length", Chunking.max_length) - layout.n_special
+
+    def train(self, mode: bool = True):
+        if mode:  # training changes the weights: every stored embedding goes stale
+            self._windows_seen.clear()
+        return super().train(mode)
+
+    def load_weights(self, path, sha256=None) -> None:
+        self._windows_seen.clear()
+        super().load_weights(path, sha256)
+
+    def _document_windows(self, texts: Sequence[str], doc_ids, *, batch_size: int, progress, workers):
+        """Each document's window embeddings (``[documents, windows, dim]``) and window mask. A window's
+        embedding does not depend on the query, so at inference a document seen in an earlier call (the
+        same text, the same precision) is not encoded again: re-ranking one candidate set for several
+        queries, or with query controls, encodes its documents once. Training encodes every call."""
+        nothing = np.empty(0, dtype=np.int32)
+        if self.training or torch.is_grad_enabled():
+            return self.encode_chunks([nothing] * len(doc_ids), doc_ids, self.chunking, self.layout,
+                                      batch_size=batch_size, progress=progress, workers=workers)
+        precision = str(self.runtime.dtype)
+        first_row: dict[str, int] = {}
+        for row, text in enumerate(texts):
+            if (precision, text) not in self._windows_seen:
+                first_row.setdefault(text, row)
+        if first_row:
+            rows = list(first_row.values())
+            new, new_mask = self.encode_chunks([nothing] * len(rows), [doc_ids[r] for r in rows], self.chunking,
+                                               self.layout, batch_size=batch_size, progress=progress, workers=workers)
+            for k, text in enumerate(first_row):
+                self._windows_seen[(precision, text)] = new[k, new_mask[k]]
+            while len(self._windows_seen) > WINDOWS_KEPT:
+                self._windows_seen.popitem(last=False)
+        if progress is not None:
+            progress.update(len(texts) - len(first_row))
+        stored = [self._windows_seen[(precision, text)] for text in texts]
+        count = max(len(vectors) for vectors in stored)
+        windows = stored[0].new_zeros((len(texts), count, stored[0].shape[-1]))
+        mask = torch.zeros((len(texts), count), dtype=torch.bool, device=windows.device)
+        for row, vectors in enumerate(stored):
+            windows[row, :len(vectors)], mask[row, :len(vectors)] = vectors, True
+        return windows, mask
 
     def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""
@@ -66,9 +113,8 @@ class BiEncoderModel(LongDocModel):
         query_vectors, _ = self.encode_chunks(
             [nothing] * len(unique), unique, self.query_chunking, self.query_layout, batch_size=batch_size,
             progress=progress, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
-        windows, mask = self.encode_chunks([nothing] * len(doc_ids), doc_ids, self.chunking, self.layout,
-                                            batch_size=batch_size, progress=progress,
-                                            workers=workers or [self._encode_on_device])
+        windows, mask = self._document_windows(texts, doc_ids, batch_size=batch_size, progress=progress,
+                                               workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):
             scores = self.aggregator((windows, query_vectors[:, 0][which.to(windows.device)]), mask).float()
         return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))

@@ -115,6 +115,27 @@ def test_each_query_is_embedded_once_per_call(tiny_bert, monkeypatch):
     np.testing.assert_allclose(scores, [model.predict([(q, d)])[0] for q, d in zip(queries, docs)], rtol=1e-5)
 
 
+def test_documents_seen_before_are_not_encoded_again_until_training(tiny_bert, monkeypatch):
+    """A window's embedding does not depend on the query: a second call over the same documents
+    with other queries encodes only the new document; the scores are those of a fresh model;
+    training forgets what was kept."""
+    model = pl.BiEncoderMaxP(tiny_bert, window=12, stride=6, max_doc_tokens=64)
+    encoded = []
+    encode = model.model.encode
+    monkeypatch.setattr(model.model, "encode", lambda batch: encoded.append(len(batch)) or encode(batch))
+    docs = ["the red cat sat on the mat", "a blue river ran past the old castle", "cat " * 50]
+    model.predict([("red cat", d) for d in docs])
+    first = sum(encoded)
+    pairs = [("blue river", d) for d in docs] + [("blue river", "a new document about a dog")]
+    scores = model.predict(pairs)
+    assert 0 < sum(encoded) - first < first  # the new document's windows only
+    fresh = pl.BiEncoderMaxP(tiny_bert, window=12, stride=6, max_doc_tokens=64)
+    np.testing.assert_allclose(scores, fresh.predict(pairs), rtol=1e-5)
+    before, after = margin_training(model)
+    assert after < before  # measured in eval mode after training: not from what was kept before it
+    assert not np.allclose(model.predict(pairs), scores)
+
+
 def test_zero_shot_without_a_new_head_warning_and_trainable(tiny_bert):
     with warnings.catch_warnings():
         warnings.simplefilter("error", pl.UntrainedHeadWarning)

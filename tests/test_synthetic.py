@@ -20,9 +20,12 @@ DOCS_DIGEST = (
 )
 
 
-@pytest.fixture(scope="module", params=["default", "all-kinds"])
+@pytest.fixture(scope="module", params=["default", "all-kinds", "decoys"])
 def coll(request):
-    """The default collection, and one with every kind of negative document."""
+    """The default collection, one with every kind of negative document, and one whose every
+    document holds answer-shaped passages (the demo's)."""
+    if request.param == "decoys":
+        return make_collection(negative_kinds=("other_entity", "other_attribute"), decoys=1)
     return make_collection() if request.param == "default" else make_collection(negative_kinds=NEGATIVE_KINDS)
 
 
@@ -249,3 +252,27 @@ def test_passage_triples_cut_negatives_as_long_as_the_answer(kinds):
     assert len(triples) == 4 * 160
     assert (triples["negative"].str.split().str.len() == positive_words).all()
     assert (triples["positive"] != triples["negative"]).all()
+
+
+def test_decoys_make_every_document_hold_answer_shaped_passages():
+    """With decoys, relevant and non-relevant documents hold as many passage sentences (answer-shaped
+    blocks), and the answer is not always the first of them."""
+    plain, decoyed = (make_collection(n_queries=40, negative_kinds=("other_entity", "other_attribute"), decoys=d)
+                      for d in (0, 1))
+    templates = [t for attribute in synthetic._ATTRIBUTES for t in attribute.passage]
+    passage_sentence = re.compile("|".join(re.sub(r"\\\{\w+\\\}", r"\\w+", re.escape(t)) for t in templates))
+
+    def sentences(collection):
+        counts = collection.docs.set_index("docno")["text"].map(lambda text: len(passage_sentence.findall(text)))
+        relevant = collection.qrels.set_index("docno")["label"].reindex(counts.index) == 1
+        return counts[relevant], counts[~relevant]
+
+    relevant, other = sentences(decoyed)
+    assert (relevant == 8).all() and (other == 8).all()  # two blocks of four sentences in every document
+    assert (sentences(plain)[0] == 4).all()
+    text = decoyed.docs.set_index("docno")["text"]
+    answer_first = [passage_sentence.search(text[docno]).start() == start
+                    for docno, start in zip(decoyed.positions["docno"], decoyed.positions["char_start"])]
+    assert 0.2 < sum(answer_first) / len(answer_first) < 0.8
+    with pytest.raises(ValueError, match="decoys"):
+        make_collection(decoys=-1)

@@ -301,6 +301,13 @@ def _blocks(
     return []  # no_passage
 
 
+def _decoy(attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random) -> list[str]:
+    """An answer-shaped passage that answers nothing asked: another attribute of another entity."""
+    other = {"obj": rng.choice([o for o in _OBJECTS if o != entity["obj"]]),
+             "name": rng.choice([n for n in spare_names if n != entity["name"]])}
+    return _passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), other, rng)
+
+
 def _document(
     rng: random.Random,
     entity: dict[str, str],
@@ -422,7 +429,7 @@ _OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word
 
 
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
-                negative_kinds) -> None:
+                negative_kinds, decoys) -> None:
     if n_queries <= 0:
         raise ValueError(f"n_queries must be positive, got {n_queries}")
     if n_queries > len(_NAMES) * len(_OBJECTS):
@@ -443,6 +450,8 @@ def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, 
         )
     if near_limit >= far_start:
         raise ValueError(f"near_limit ({near_limit}) must be below far_start ({far_start})")
+    if not isinstance(decoys, int) or decoys < 0:
+        raise ValueError(f"decoys must be a non-negative integer, got {decoys!r}")
     if not negative_kinds or set(negative_kinds) - set(NEGATIVE_KINDS):
         raise ValueError(f"negative_kinds must be a non-empty sequence of {', '.join(NEGATIVE_KINDS)}; got {negative_kinds!r}")
     low, high = doc_words
@@ -462,6 +471,7 @@ def make_collection(
     far_start: int = 600,
     test_fraction: float = 0.25,
     negative_kinds: Sequence[str] = DEFAULT_NEGATIVES,
+    decoys: int = 0,
 ) -> SyntheticCollection:
     """Generates a deterministic long-document collection.
 
@@ -480,12 +490,16 @@ def make_collection(
             topics so both splits hold both kinds.
         negative_kinds: kinds of negative documents (from ``NEGATIVE_KINDS``), cycled over each
             topic's negatives; see the module docstring.
+        decoys: answer-shaped passages added to EVERY document of a topic, the relevant one
+            included, in the same region as its answer: each answers another attribute of another
+            entity. With them, how many answer-like blocks a document holds says nothing of its
+            relevance.
 
     Raises:
         ValueError: naming the argument that is out of range.
     """
     _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
-                negative_kinds)
+                negative_kinds, decoys)
     # the module's name before it moved into data/: the seeds keep drawing the same collections
     rng = random.Random(f"pyterrier_longdoc.synthetic:{seed}")
     width = len(str(n_queries))
@@ -505,11 +519,15 @@ def make_collection(
             docno = f"d{i + 1:0{width}d}-{slot}"
             kind = "answer" if slot == relevant_slot else next(negatives)
             blocks = _blocks(kind, attribute, entity, spare_names, qrng)
+            first = blocks[0] if blocks else None
+            if decoys:  # shuffled in, so that the answer is not always the first block
+                blocks += [_decoy(attribute, entity, spare_names, qrng) for _ in range(decoys)]
+                qrng.shuffle(blocks)
             text, spans = _document(qrng, entity, blocks, position == "far", near_limit, far_start, doc_words)
             docs.append((docno, text))
             qrels.append((qid, docno, int(kind == "answer")))
             if kind == "answer":
-                answers.append((qid, docno, *spans[0]))
+                answers.append((qid, docno, *spans[next(k for k, block in enumerate(blocks) if block is first)]))
 
     return SyntheticCollection(
         documents=pd.DataFrame(docs, columns=["docno", "text"]),
