@@ -112,7 +112,7 @@ class BiEncoderModel(LongDocModel):
         nothing = np.empty(0, dtype=np.int32)
         query_vectors, _ = self.encode_chunks(
             [nothing] * len(unique), unique, self.query_chunking, self.query_layout, batch_size=batch_size,
-            progress=progress, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
+            progress=None, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
         windows, mask = self._document_windows(texts, doc_ids, batch_size=batch_size, progress=progress,
                                                workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):

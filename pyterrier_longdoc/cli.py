@@ -301,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="train and compare FirstP, MaxP and PARADE-Attn on generated data, offline")
+    demo = commands.add_parser("demo", help="compare FirstP and MaxP, with query controls, on generated data, offline")
     demo.add_argument("--output", default="demo-output", help="where the index, models and plot go")
     demo.add_argument("--quick", action="store_true", help="a tiny collection, for a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")

@@ -93,6 +93,21 @@ def test_values_and_holm_against_hand_computed():
     assert np.isnan(by.loc["random order", "p-value corrected"])
 
 
+def test_the_verdict_reads_each_condition():
+    frame, qrels = candidates()
+    table = query_controls(Overlap(), frame, qrels)
+    assert reads_the_query(table)
+    below = table.copy()  # a control far below a random order still reads the query (another query's answers)
+    below.loc[below["ranking"] == "another query's text", "RR"] = 0.2
+    assert reads_the_query(below)
+    above = table.copy()
+    above.loc[above["ranking"] == "constant query", "RR"] = table.loc[table["ranking"] == "random order", "RR"].iloc[0] + 0.11
+    assert not reads_the_query(above) and reads_the_query(above, tolerance=0.12)
+    weak = table.copy()
+    weak.loc[weak["ranking"] == "constant query", "p-value corrected"] = 0.06
+    assert not reads_the_query(weak) and reads_the_query(weak, alpha=0.1)
+
+
 def test_empty_input_and_errors():
     frame, qrels = candidates()
     empty = query_controls(Overlap(), frame.iloc[:0], qrels)
