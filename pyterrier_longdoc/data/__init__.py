@@ -5,6 +5,7 @@
 - ``documents``: document text by docno for your own collections (``TextLoader``, ``read_documents``);
 - ``datasets``: ir_datasets collections as long-document tasks with folds (``load_collection``);
 - ``synthetic``: the generated collection of the demo and the tutorials (answers near or far);
+- ``bm25``: BM25 in pure Python (PISA's scoring), the first stage where PyTerrier-PISA does not install;
 - ``dictionaries``, ``foldoc``: definition-finding tasks from Debian's dictd dictionaries (benchmarks);
 - ``demo``: the demo (``pyterrier-longdoc demo``): trains FirstP, MaxP and PARADE-Attn on the
   synthetic collection and compares them on near and far queries.
