@@ -17,6 +17,8 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
+pytestmark = pytest.mark.notebook  # -m "not notebook": the library's tests without these
+
 import notebook_runner
 from notebook_runner import TUTORIALS, solution_cells
 
@@ -51,6 +53,7 @@ def tutorial_module(name):
     return importlib.import_module(name)
 
 
+@pytest.mark.slow  # minutes each (the two kernels run them while the library's tests run)
 @pytest.mark.parametrize("name", EXECUTED)
 def test_notebook_and_solutions_run(name):
     """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell): the
@@ -310,6 +313,7 @@ def lab_standins(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.mark.slow  # a notebook run: under a minute alone
 def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
     """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
     DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
