@@ -67,6 +67,8 @@ def test_retrieves_ranked_documents_that_hold_a_query_term():
     assert (run.groupby("qid")["rank"].apply(list) == run.groupby("qid")["rank"].apply(lambda r: list(range(len(r))))).all()
     assert (bm25 % 1)(topics)["docno"].tolist() == ["d3", "d2"]
     assert len(BM25(DOCS, num_results=1)(topics)) == 2
+    assert bm25(topics.head(0)).empty and list(bm25(topics.head(0)).columns) == list(run.columns)
+    assert bm25(pd.concat([topics, topics])).equals(run)  # a query given twice is retrieved once
 
 
 def test_bad_input_is_named():

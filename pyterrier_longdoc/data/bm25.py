@@ -110,6 +110,8 @@ class BM25(pt.Transformer):
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query"], context=self)
         columns = [c for c in inp.columns if c not in ("docno", "score", "rank")]
+        if not len(inp):
+            return pd.DataFrame(columns=[*columns, "docno", "score", "rank"])
         queries = inp[columns].drop_duplicates("qid")
         rows = []
         for qid, query in zip(queries["qid"], queries["query"].astype(str)):
