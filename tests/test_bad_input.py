@@ -184,3 +184,13 @@ def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", pl.UntrainedHeadWarning)
         assert pl.MaxP(tiny_bert, dtype=torch.bfloat16, device="cpu").autocast_dtype == torch.bfloat16
+
+
+def test_the_cropping_report_names_the_setting_that_reads_more(tiny_bert):
+    long = "the red cat sat on the mat " * 100  # 700 tokens
+    capped_by_chunks = pl.AvgP(tiny_bert, max_chunks=2, max_length=48)  # two chunks of the start
+    with pytest.warns(UserWarning, match=r"were cropped \(max_chunks= reads more; warn_cropping=False"):
+        capped_by_chunks.score_texts(["red cat"], [long])
+    with pytest.warns(UserWarning) as shown:  # FirstP reads the start by definition: no setting reads more
+        pl.FirstP(tiny_bert, warn_cropping=True, max_length=48).score_texts(["red cat"], [long])
+    assert "were cropped" in str(shown[-1].message) and "reads more" not in str(shown[-1].message)
