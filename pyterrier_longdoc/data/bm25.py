@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import require_frame
+from .._frames import ranked_hits, require_frame, retrieval_queries
 from ._stopwords import TERRIER
 
 __all__ = ["BM25", "bm25_retriever"]
@@ -108,20 +108,15 @@ class BM25(pt.Transformer):
         return scores
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query"], context=self)
-        columns = [c for c in inp.columns if c not in ("docno", "score", "rank")]
-        if not len(inp):
-            return pd.DataFrame(columns=[*columns, "docno", "score", "rank"])
-        queries = inp[columns].drop_duplicates("qid")
-        rows = []
+        queries = retrieval_queries(inp, self)
+        hits = []
         for qid, query in zip(queries["qid"], queries["query"].astype(str)):
             scores = self.scores(query)
             matched = np.flatnonzero(scores)
             # highest score first; ties in the documents' order, so every run ranks alike
             top = matched[np.lexsort((matched, -scores[matched]))][:self.num_results]
-            rows += [(qid, self.docnos[i], float(scores[i])) for i in top]
-        run = pd.DataFrame(rows, columns=["qid", "docno", "score"])
-        return pt.model.add_ranks(queries.merge(run, on="qid"))
+            hits += [(qid, self.docnos[i], float(scores[i])) for i in top]
+        return ranked_hits(queries, hits)
 
     def fuse_rank_cutoff(self, k: int):
         clone = object.__new__(BM25)  # the same index, fewer results: no re-indexing
