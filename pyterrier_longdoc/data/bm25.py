@@ -94,6 +94,7 @@ class BM25(pt.Transformer):
         return [term for term in map(self._stem, _TERMS.findall(text.lower())) if term not in self._stopwords]
 
     def idf(self, term: str) -> float:
+        """PISA's idf of an index term (``terms``' output), floored at 1e-6."""
         df = len(self._postings[term][0]) if term in self._postings else 0
         n = len(self.docnos)
         return max(_IDF_FLOOR, float(np.log((n - df + 0.5) / (df + 0.5))))
