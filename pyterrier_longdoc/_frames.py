@@ -87,3 +87,24 @@ def sort_results(results: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"results need a 'rank' or 'score' column to be ordered; they have {list(results.columns)} "
                          "(pt.model.add_ranks adds rank from score)")
     return results.sort_values(["qid", "rank" if by_rank else "score"], ascending=[True, by_rank], kind="stable")
+
+
+RANKING = ("docno", "score", "rank")
+
+
+def retrieval_queries(inp: pd.DataFrame, context) -> pd.DataFrame:
+    """A first stage's queries: one row per qid, with the input's columns but an earlier ranking's."""
+    import pyterrier as pt
+
+    pt.validate.columns(inp, includes=["qid", "query"], context=context)
+    return inp[[c for c in inp.columns if c not in RANKING]].drop_duplicates("qid")
+
+
+def ranked_hits(queries: pd.DataFrame, hits: list[tuple]) -> pd.DataFrame:
+    """``queries`` (from ``retrieval_queries``) joined with their ``(qid, docno, score)`` hits and
+    ranked from 0 by score; without hits, an empty frame with the same columns."""
+    import pyterrier as pt
+
+    if not hits:
+        return pd.DataFrame(columns=[*queries.columns, *RANKING])
+    return pt.model.add_ranks(queries.merge(pd.DataFrame(hits, columns=["qid", "docno", "score"]), on="qid"))

@@ -82,8 +82,12 @@ class DocumentScoring:
         chunking = self.model.chunking
         parts = []
         if docs and (self.runtime.warn_cropping if self.runtime.warn_cropping is not None else not self.crops):
-            parts.append(f"{docs} of {total} documents are longer than the "
-                         f"{chunking.tokens_read(self.model.layout)} tokens it reads and were cropped")
+            read = chunking.tokens_read(self.model.layout)
+            # the setting that reads more: FirstP's start is its definition; a cap on the first chunks, max_chunks
+            setting = None if self.crops else "max_chunks" if read < chunking.max_doc_tokens else "max_doc_tokens"
+            more = f" ({setting}= reads more; warn_cropping=False leaves this report out)" if setting else ""
+            parts.append(f"{docs} of {total} documents are longer than the {read} tokens it reads and were "
+                         f"cropped{more}")
         if queries:
             parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
         if parts:

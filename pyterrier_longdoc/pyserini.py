@@ -29,6 +29,8 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
+from ._frames import ranked_hits, retrieval_queries
+
 _LUCENE_PACKAGE = "pyserini.search.lucene"
 
 
@@ -179,19 +181,15 @@ class LuceneBM25(pt.Transformer):
         self.index, self.k, self.k1, self.b, self.threads = index, k, k1, b, threads
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query"], context=self)
-        columns = [c for c in inp.columns if c not in ("docno", "score", "rank")]
-        if not len(inp):
-            return pd.DataFrame(columns=[*columns, "docno", "score", "rank"])
-        queries = inp[columns].drop_duplicates("qid")
+        queries = retrieval_queries(inp, self)
+        if not len(queries):
+            return ranked_hits(queries, [])
         searcher = self.index.searcher
         searcher.set_bm25(float(self.k1), float(self.b))
         qids = queries["qid"].astype(str).tolist()
         hits = searcher.batch_search(queries["query"].astype(str).tolist(), qids, k=self.k, threads=self.threads)
-        run = pd.DataFrame([(qid, hit.docid, float(hit.score)) for qid in qids for hit in hits.get(qid, [])],
-                           columns=["qid", "docno", "score"])
-        run = queries.assign(qid=qids).merge(run, on="qid")
-        return pt.model.add_ranks(run)
+        return ranked_hits(queries.assign(qid=qids),
+                           [(qid, hit.docid, float(hit.score)) for qid in qids for hit in hits.get(qid, [])])
 
     def fuse_rank_cutoff(self, k: int):
         return LuceneBM25(self.index, k=min(k, self.k), k1=self.k1, b=self.b, threads=self.threads)

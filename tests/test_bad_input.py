@@ -61,7 +61,8 @@ def test_a_million_character_document_costs_only_what_the_model_reads(maxp):
     huge = "the red cat sat on the mat " * 40_000  # over 1,000,000 characters
     assert len(huge) > 1_000_000
     tracemalloc.start()
-    with pytest.warns(UserWarning, match="1 of 1 documents are longer than the 64 tokens it reads and were cropped"):
+    with pytest.warns(UserWarning, match=r"1 of 1 documents are longer than the 64 tokens it reads and were cropped "
+                                         r"\(max_doc_tokens= reads more; warn_cropping=False"):
         score = maxp.score_texts(["red cat"], [huge])[0]
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -183,3 +184,13 @@ def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", pl.UntrainedHeadWarning)
         assert pl.MaxP(tiny_bert, dtype=torch.bfloat16, device="cpu").autocast_dtype == torch.bfloat16
+
+
+def test_the_cropping_report_names_the_setting_that_reads_more(tiny_bert):
+    long = "the red cat sat on the mat " * 100  # 700 tokens
+    capped_by_chunks = pl.AvgP(tiny_bert, max_chunks=2, max_length=48)  # two chunks of the start
+    with pytest.warns(UserWarning, match=r"were cropped \(max_chunks= reads more; warn_cropping=False"):
+        capped_by_chunks.score_texts(["red cat"], [long])
+    with pytest.warns(UserWarning) as shown:  # FirstP reads the start by definition: no setting reads more
+        pl.FirstP(tiny_bert, warn_cropping=True, max_length=48).score_texts(["red cat"], [long])
+    assert "were cropped" in str(shown[-1].message) and "reads more" not in str(shown[-1].message)

@@ -1,5 +1,7 @@
-"""Smoke test of the benchmarks: both scripts run in --quick mode (tiny random BERT, offline) and
-print every row of their tables. No timing assertions: timings belong in benchmarks/ runs."""
+"""Smoke test of the benchmarks: the scripts run in --quick mode (tiny random BERT, offline) and
+print every row of their tables. No timing assertions: timings belong in benchmarks/ runs. Most run
+as their ``main`` in this process (``helpers.run_benchmark``): a subprocess each spent its first
+seconds importing torch."""
 import os
 import re
 import subprocess
@@ -7,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -22,18 +25,18 @@ def results_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def outputs(results_dir):
-    """Both scripts at once (two processes: half the wall time of running them in turn)."""
+    """Both scripts at once: run.py in a process of its own (it starts processes of itself, and loads
+    ONNX Runtime and OpenVINO), padding.py here meanwhile (half the wall time of running them in turn)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
-    extra = {"padding": [], "run": ["--results", str(results_dir)]}
-    procs = {name: subprocess.Popen([sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", *extra[name]],
-                                    cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name in ("padding", "run")}
-    out = {}
-    for name, proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=900)  # --quick takes about a minute alone, several on a loaded machine
-        assert proc.returncode == 0, f"{name}.py --quick failed:\n{stdout[-2000:]}\n{stderr[-4000:]}"
-        out[name] = stdout
-    return out
+    run = subprocess.Popen([sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--results", str(results_dir)],
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        padding = run_benchmark("padding", "--quick")
+    finally:
+        stdout, stderr = run.communicate(timeout=900)  # --quick takes about a minute alone, several on a loaded machine
+    assert padding.returncode == 0, f"padding.py --quick failed:\n{padding.stdout[-2000:]}\n{padding.stderr[-4000:]}"
+    assert run.returncode == 0, f"run.py --quick failed:\n{stdout[-2000:]}\n{stderr[-4000:]}"
+    return {"padding": padding.stdout, "run": stdout}
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -100,10 +103,11 @@ def test_run_writes_its_output_and_rows_into_the_results_folder(outputs, results
 
 @pytest.mark.parametrize("device, message", [("cuda", "--device cuda: no CUDA device"),
                                              ("tpu", "--device 'tpu': use cpu, cuda or cuda:N")])
-def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, message):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}  # no GPU, even on a machine with one
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--device", device], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+def test_run_refuses_a_device_it_cannot_use_before_building_anything(device, message, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # no GPU, even on a machine with one
+    result = run_benchmark("run", "--device", device)
     assert result.returncode == 2 and result.stdout == ""
     assert message in result.stderr
 
@@ -118,16 +122,12 @@ def test_run_checks_its_prerequisites_before_it_starts(tmp_path, monkeypatch):
     missing = run.missing_prerequisites(run.parse(["--trained", str(tmp_path / "absent")]))
     assert any("no such folder" in m for m in missing) and any("dict-foldoc" in m for m in missing)
     assert run.missing_prerequisites(run.parse(["--quick"])) == []
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--trained", str(tmp_path / "absent")],
-                            cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
-                            timeout=300)
+    result = run_benchmark("run", "--trained", tmp_path / "absent")
     assert result.returncode == 2 and result.stdout == "" and "--trained" in result.stderr
 
 
 def test_attention_dropout_benchmark_times_both_rates_side_by_side(tmp_path):
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "attention_dropout.py"), "--quick", "--results",
-                             str(tmp_path)], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                            capture_output=True, text=True, timeout=600)
+    result = run_benchmark("attention_dropout", "--quick", "--results", tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = table_rows(result.stdout)
     assert rows[0] == ["shape (batch x tokens)", "attention dropout", "step s (own rate)", "step s (0)", "own / 0"]
@@ -136,10 +136,7 @@ def test_attention_dropout_benchmark_times_both_rates_side_by_side(tmp_path):
 
 
 def test_tutorial_warm_start_benchmark_measures_each_variant_it_is_given(tmp_path):
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "tutorial_warm_start.py"), "--quick", "--variants",
-                             "one layer", "--results", str(tmp_path)], cwd=ROOT,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"},
-                            capture_output=True, text=True, timeout=600)
+    result = run_benchmark("tutorial_warm_start", "--quick", "--variants", "one layer", "--results", tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = table_rows(result.stdout)
     assert rows[0][:2] == ["variant", "passage s"] and [row[0] for row in rows[1:]] == ["one layer"]

@@ -1,16 +1,15 @@
 """Smoke test of benchmarks/effectiveness.py: --quick (tiny random BERT, tiny sizes) on a generated
 FOLDOC-format dictionary. No effectiveness or timing assertions: those belong to the benchmark's
-real runs, whose results files are checked for their form."""
+real runs, whose results files are checked for their form. The runs are the scripts' ``main`` in
+this process (``helpers.run_benchmark``): a subprocess each spent its first seconds importing torch."""
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import random_dictionary
+from helpers import random_dictionary, run_benchmark
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,15 +21,14 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("pyterrier_pisa")
 
 
-def benchmark(*arguments, timeout=1200):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "effectiveness.py"), "--quick", *map(str, arguments)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+def benchmark(*arguments):
+    """``effectiveness.py --quick ARGUMENTS``: its exit status and output."""
+    return run_benchmark("effectiveness", "--quick", *arguments)
 
 
 def in_process(*arguments, tmp_path):
-    """effectiveness.py's ``main`` in this process, for the calls that stop before a model loads
-    (refusals, merges): in a subprocess each would spend its seconds importing torch."""
+    """effectiveness.py's ``main``, for the calls that stop before a model loads (refusals, merges):
+    its refusals raise SystemExit here."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import effectiveness
 
@@ -167,10 +165,8 @@ def test_biencoder_benchmark_writes_one_results_file_per_collection(dictionary, 
     """benchmarks/biencoder_zero_shot.py over the same collections (effectiveness.py's builder and
     quick sizes; the packaged MiniLM, untrained): one results file per collection, with the
     machine, date, commit and time taken."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "biencoder_zero_shot.py"), "--quick",
-                           "--test-queries", "2", "--collections", "foldoc", "--dictionary", f"foldoc={dictionary}",
-                           "--results", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = run_benchmark("biencoder_zero_shot", "--quick", "--test-queries", 2, "--collections", "foldoc",
+                         "--dictionary", f"foldoc={dictionary}", "--results", tmp_path)
     assert proc.returncode == 0, f"biencoder_zero_shot.py failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
     result = json.loads((tmp_path / "biencoder-zero-shot-foldoc.json").read_text())
     assert {"machine", "date", "commit", "wall_minutes", "cpu_minutes"} <= set(result) and result["collection"] == "foldoc"
@@ -231,7 +227,7 @@ def test_far_distractors_count_the_term_where_firstp_reads(dictionary, tmp_path,
     assert counted == {"queries": 1, "relevant_read": 0.0, "queries_with_a_negative_read": 1.0,
                        "negatives_read_per_query": 1.0}
     proc = benchmark("--far-distractors", "--collections", "foldoc", "--dictionary", f"foldoc={dictionary}",
-                     "--output", tmp_path / "out", "--results", tmp_path / "results", timeout=600)
+                     "--output", tmp_path / "out", "--results", tmp_path / "results")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "results" / "effectiveness-far-distractors.json").read_text())
     near = result["collections"]["foldoc"]["near"]

@@ -163,3 +163,13 @@ def test_synthetic_passage_triples_cut_negatives_from_the_topics_hard_negatives(
     assert synthetic_triples(train, negatives_per_query=3, seed=1).equals(triples)
     with pytest.raises(ValueError, match="negatives_per_query must be positive"):
         synthetic_triples(train, negatives_per_query=0)
+
+
+def test_a_progress_bar_counts_the_steps_by_default(tiny_bert, tmp_path, capfd):
+    """The stage takes minutes on a CPU (the demo's, the recipe's): a bar with the loss shows it is working."""
+    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "bar", steps=3, batch_size=2, dtype="fp32")
+    shown = capfd.readouterr().err
+    assert "passage stage" in shown and "3/3" in shown and "loss=" in shown
+    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "quiet", steps=3, batch_size=2, dtype="fp32",
+                         progress=False)
+    assert "passage stage" not in capfd.readouterr().err

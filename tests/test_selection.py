@@ -36,7 +36,8 @@ def trained(tiny_bert):
 def test_a_run_made_to_diverge_ends_with_its_start_and_warns(trained):
     topics, qrels, candidates = toy_task()
     start = weights(trained)
-    with pytest.warns(TrainingBelowStartWarning, match="ended below its start.*starting weights.*restored"):
+    with pytest.warns(TrainingBelowStartWarning, match=r"ended below its start.*starting weights.*restored\. A lower "
+                                                        r"rate may train better: TrainingArguments\(lr=\.\.\.\)"):
         history = trained.fit(topics, qrels, candidates, **{**FAST, "epochs": 2}, loss=Unlearn(), eval_every=1,
                               **validation(topics, qrels, candidates))
     report = history.attrs["selection"]
@@ -194,7 +195,10 @@ def test_a_run_no_better_than_a_random_order_warns(tiny_bert, monkeypatch):
     fit_module = __import__("pyterrier_longdoc.training.fit", fromlist=["evaluate"])
     monkeypatch.setattr(fit_module, "evaluate", lambda *args, **kwargs: 0.25)
     topics, qrels, candidates = toy_task()
-    with pytest.warns(ChanceLevelWarning, match=r"no better than a random order \(RR@10 0.2500; random orders"):
+    # what to do, in the user's own calls
+    with pytest.warns(ChanceLevelWarning, match=r"no better than a random order \(RR@10 0.2500; random orders.*"
+                                                r"train_passage_ranker, train that with more steps or another seed.*"
+                                                r"TrainingArguments\(valid_fraction=\.\.\.\)"):
         history = new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, **validation(topics, qrels, candidates))
     report = history.attrs["selection"]
     assert report["best"] == 0.25 <= report["random"] <= report["random_p95"]

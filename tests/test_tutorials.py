@@ -11,13 +11,18 @@ PYTERRIER_LONGDOC_TUTORIALS_DTYPE=bf16 to run them in bf16."""
 import ast
 import importlib
 import re
+import sys
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
+pytestmark = pytest.mark.notebook  # -m "not notebook": the library's tests without these
+
 import notebook_runner
 from notebook_runner import TUTORIALS, solution_cells
+
+README = (TUTORIALS.parent / "README.md").read_text()
 
 EXECUTED = sorted(notebook_runner.EXECUTED)
 WARM_STARTED = sorted(notebook_runner.WARM_STARTED)
@@ -48,6 +53,7 @@ def tutorial_module(name):
     return importlib.import_module(name)
 
 
+@pytest.mark.slow  # minutes each (the two kernels run them while the library's tests run)
 @pytest.mark.parametrize("name", EXECUTED)
 def test_notebook_and_solutions_run(name):
     """A failing cell fails the test (nbclient raises CellExecutionError, naming the cell): the
@@ -108,6 +114,83 @@ def test_warm_start_is_trained_once_and_keyed_by_its_settings(tmp_path, monkeypa
     monkeypatch.setenv("PYTERRIER_LONGDOC_TUTORIALS_DTYPE", "fp16")
     with pytest.raises(ValueError, match="fp32 or bf16"):
         module.warm_start()
+
+
+def test_warm_start_needs_no_fcntl_and_two_processes_train_it_once(tmp_path, monkeypatch):
+    """fcntl is POSIX-only (Windows has none): the warm start's lock is filelock's, which still keeps
+    two callers from training it at once."""
+    import threading
+    import time
+
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError, as on Windows
+    monkeypatch.delitem(sys.modules, "_warm_start", raising=False)
+    module = tutorial_module("_warm_start")
+    trained = []
+
+    def slow_passage_stage(backbone, train, directory, dtype, seed=42):
+        trained.append(seed)
+        time.sleep(0.5)  # the other caller arrives while this one trains
+        directory.mkdir(parents=True)
+        return str(directory)
+
+    monkeypatch.setenv("PYTERRIER_LONGDOC_TUTORIALS_CACHE", str(tmp_path))
+    monkeypatch.setattr(module, "passage_stage", slow_passage_stage)
+    monkeypatch.setattr(module, "packaged_minilm", lambda layers, directory: str(directory))
+    folders = []
+    callers = [threading.Thread(target=lambda: folders.append(module.warm_start())) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert trained == [42] and len(set(folders)) == 1 and len(folders) == 2
+
+
+def colab_block(name) -> ast.Module:
+    """The first code cell's statements up to and including its ``if "google.colab" in sys.modules`` block."""
+    tree = ast.parse(code_cells(read(name))[0].source)
+    end = next(i for i, node in enumerate(tree.body)
+               if isinstance(node, ast.If) and "google.colab" in ast.unparse(node.test))
+    return ast.Module(body=tree.body[:end + 1], type_ignores=[])
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
+def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
+    """On Colab the first code cell clones the repository (the notebooks' helper modules live there;
+    notebook 6 needs none), installs the library with its [demo] extra and restarts the runtime;
+    after the restart it only moves into the clone's tutorials folder. Elsewhere it does nothing."""
+    import os
+    import subprocess
+    import types
+
+    clone, calls = "/content/pyterrier-longdoc", []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    monkeypatch.setattr(os, "chdir", lambda path: calls.append(["cd", path]))
+    monkeypatch.setattr(os, "kill", lambda pid, signal: calls.append(["kill", signal]))
+    exec(compile(colab_block(name), name, "exec"), {})  # not on Colab: nothing happens
+    assert calls == []
+
+    isdir, exists, find_spec = os.path.isdir, os.path.exists, importlib.util.find_spec
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(os.path, "isdir", lambda path: not first_run if path == clone else isdir(path))
+    monkeypatch.setattr(os.path, "exists", lambda path: not first_run if "/dictd/" in path else exists(path))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda module: None if first_run and module == "pyterrier_longdoc" else find_spec(module))
+    namespace = {}
+    exec(compile(colab_block(name), name, "exec"), namespace)
+    if first_run or name != LAB:  # notebook 6 names the repository only when it installs
+        assert namespace["REPOSITORY"] == "<this repository>" and "git clone <this repository>" in README
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    if name == LAB:
+        expected = [pip + ["pyterrier-longdoc[demo] @ git+<this repository>", "ir_datasets>=0.5.6"], ["kill", 9]]
+    else:
+        moved = ["cd", f"{clone}/tutorials"]
+        foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
+                  if name == "07_biencoder_zero_shot" else [])
+        expected = [["git", "clone", "-q", "--depth", "1", "<this repository>", clone], moved, *foldoc,
+                    pip + [f"{clone}[demo]"], ["kill", 9]]
+    assert calls == (expected if first_run else [] if name == LAB else [moved])
+    assert ("the runtime restarts now" in capsys.readouterr().out) == first_run
 
 
 def test_queries_needed_and_intervals():
@@ -230,6 +313,7 @@ def lab_standins(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.mark.slow  # a notebook run: under a minute alone
 def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
     """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
     DL 2019; only the data and the model differ), and its tables have the structure its text reads."""

@@ -16,12 +16,13 @@ notebooks' own assertions).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import time
 from pathlib import Path
+
+from filelock import FileLock
 
 from pyterrier_longdoc.demo import packaged_minilm
 from pyterrier_longdoc.synthetic import make_collection, passage_triples
@@ -84,8 +85,7 @@ def warm_start(layers: int = LAYERS, seed: int = SEED, precision: str | None = N
     folder = cache_dir() / f"warm-start-{digest}"
     done = folder / "settings.json"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"warm-start-{digest}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(folder.parent / f"warm-start-{digest}.lock"):  # filelock: fcntl is POSIX-only, Windows has none
         if not done.exists():
             began = time.perf_counter()
             backbone = packaged_minilm(layers=layers, directory=folder / "backbone")

@@ -48,13 +48,13 @@ CEILING = 0.95  # above it a group leaves no room for the tests to show a differ
 
 
 def bm25_over(collection, index_dir: str | Path):
-    """PISA BM25 over ``collection.docs``, indexed into ``index_dir`` (overwritten)."""
-    from pyterrier_pisa import PisaIndex
+    """BM25 over ``collection.docs``: PISA's, indexed into ``index_dir`` (overwritten), where
+    PyTerrier-PISA is installed (Linux x86_64); elsewhere the library's pure-Python BM25
+    (``data.bm25.BM25``, PISA's formula and stemmer), in memory."""
+    from .bm25 import bm25_retriever
 
-    index = PisaIndex(str(index_dir), text_field="text", overwrite=True)
-    with _native_output_silenced():  # PISA's C++ code logs every step of indexing and compressing
-        index.index(collection.docs.to_dict("records"))
-        return index.bm25()
+    # PISA's C++ code logs every step of indexing and compressing
+    return bm25_retriever(collection.docs, index_dir, indexing=_native_output_silenced())
 
 
 @contextlib.contextmanager

@@ -49,7 +49,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
                          batch_size: int = 8, warmup: float = 0.1, loss: str = "margin",
                          negatives_per_query: int = 1, top_k: int = 20, max_length: int = 256, seed: int = 42,
                          dtype: str | torch.dtype | None = "auto",
-                         device: str | torch.device | None = None, verbose: bool = False,
+                         device: str | torch.device | None = None, verbose: bool = False, progress: bool = True,
                          attention_dropout: float | None = None, bf16: bool | None = None) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
 
@@ -89,6 +89,10 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             (GPUs only), ``"fp32"``, ``None`` (bf16 or fp16 on CUDA, fp32 elsewhere) or a
             ``torch.dtype``; ``"int8"`` quantizes inference only, so it trains in fp32.
         device: where to train; default CUDA if available, else MPS if available, else the CPU.
+        verbose: the loading reports of transformers and sentence-transformers, and each logged
+            loss, printed.
+        progress: a progress bar over the optimiser steps, with the last logged loss (on stderr);
+            ``False`` for none. On a CPU this stage takes minutes: the bar shows it is working.
         attention_dropout: the dropout on the attention probabilities while training (default
             ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use
             its fused attention kernel on the CPU (a step at 256 tokens takes about 30% less
@@ -114,13 +118,15 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     total_steps = steps or epochs * -(-len(triples) // batch_size)
     args = _trainer_arguments(runtime, output_dir, steps=steps, epochs=epochs, batch_size=batch_size, lr=lr,
                               warmup_steps=int(warmup * total_steps), seed=seed, total_steps=total_steps,
-                              verbose=verbose, rates=_head_rates(model.model, head_lr))
+                              rates=_head_rates(model.model, head_lr))
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
     if not verbose:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # the loss is logged for training_log.json, not printed
+    if progress:
+        trainer.add_callback(_progress_bar())
     with training_attention_dropout(model.model, attention_dropout):
         trainer.train()
     output_dir = Path(output_dir)
@@ -193,7 +199,7 @@ def _head_rates(model, head_lr: float | None) -> dict[str, float]:
 
 
 def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batch_size: int, lr: float,
-                       warmup_steps: int, seed: int, total_steps: int, verbose: bool, rates: dict[str, float]):
+                       warmup_steps: int, seed: int, total_steps: int, rates: dict[str, float]):
     """sentence-transformers' training arguments: the runtime's device and precision, the
     head's rate (``rates``), no saving on the way, the loss logged ten times for
     ``training_log.json``."""
@@ -210,8 +216,33 @@ def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batc
         warmup_steps=warmup_steps, weight_decay=0.0,
         seed=seed, data_seed=seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
         report_to="none", logging_strategy="steps", logging_steps=max(1, total_steps // 10),
-        disable_tqdm=not verbose, dataloader_drop_last=False,
+        # the Trainer's own bar writes every logged loss below it: _progress_bar shows it as a postfix
+        disable_tqdm=True, dataloader_drop_last=False,
         use_cpu=device.type == "cpu")
+
+
+def _progress_bar():
+    """A Trainer callback: a bar over the optimiser steps, as ``fit``'s, with the last logged loss."""
+    import pyterrier as pt
+    from transformers import TrainerCallback
+
+    class ProgressBar(TrainerCallback):
+        bar = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = pt.tqdm(total=state.max_steps, desc="passage stage", unit="step")
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.update(1)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.bar is not None and logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{logs['loss']:.4f}")
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.close()
+
+    return ProgressBar()
 
 
 def passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, passages: pd.DataFrame,

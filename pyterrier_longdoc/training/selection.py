@@ -95,9 +95,9 @@ class Selection:
                 f"evaluation, {self.start:.4f} before training)"
         if restored:
             which = "the starting weights" if self.best_step == 0 else f"the weights of step {self.best_step}"
-            warnings.warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. A lower lr (the papers "
-                          "use 1e-5 to 3e-5 for the encoder) may train better.", TrainingBelowStartWarning,
-                          stacklevel=stacklevel)
+            warnings.warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. A lower rate may train "
+                          "better: TrainingArguments(lr=...) (the papers use 1e-5 to 3e-5 for the encoder).",
+                          TrainingBelowStartWarning, stacklevel=stacklevel)
         else:
             warnings.warn(f"{ended}; the last weights were kept (load_best_model_at_end=False)",
                           TrainingBelowStartWarning, stacklevel=stacklevel)
@@ -109,9 +109,11 @@ class Selection:
             return
         warnings.warn(f"the best model ranks the validation queries no better than a random order ({self.metric} "
                       f"{self.best:.4f}; random orders of the same candidates: {chance:.4f} on average, 5% of them "
-                      f"above {chance_p95:.4f}). The starting model may have learned nothing (a passage stage that "
-                      "did not take off: more steps or another seed), or there are too few validation queries to "
-                      "tell.", ChanceLevelWarning, stacklevel=stacklevel)
+                      f"above {chance_p95:.4f}). The model it started from may rank no better itself: if it comes "
+                      "from train_passage_ranker, train that with more steps or another seed; or the validation "
+                      "queries are too few to tell: hold out more (TrainingArguments(valid_fraction=...), or more "
+                      "valid_topics).",
+                      ChanceLevelWarning, stacklevel=stacklevel)
 
 
 class TrainingBelowStartWarning(UserWarning):
