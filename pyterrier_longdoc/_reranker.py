@@ -128,17 +128,28 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
 
     def _use_runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
         self.runtime = runtime
-        self.devices = runtime.devices()
-        self.device = self.devices[0]
+        self._place_runtime()
         self.int8 = runtime.int8
-        self.autocast_dtype = runtime.autocast_dtype()
-        self._replicas = Replicas()
         from .training.arguments import check_option_names
 
         self.fit_options = dict(check_option_names(fit_options or {}))
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
         self.training_options: dict | None = None
+
+    def _place_runtime(self) -> None:
+        self.devices = self.runtime.available_devices()
+        self.device = self.devices[0]
+        self.autocast_dtype = self.runtime.autocast_dtype()
+        self._replicas = Replicas()
+
+    def place(self, device: str | torch.device | list) -> None:
+        """Moves the model to ``device``, or shares inference batches among a list of devices (as
+        the ``device`` argument of the constructor, and of ``predict``)."""
+        Runtime(device=device).available_devices()  # checked before anything changes
+        self.runtime.device = device
+        self._place_runtime()
+        self.model.to(self.device)
 
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
