@@ -23,7 +23,7 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
-from ._frames import column_texts, row_label
+from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from ._replicas import Replicas
 from ._runtime import Runtime
 from ._scoring import DocumentScoring
@@ -207,7 +207,10 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         return f"{type(self).__name__}({source!r}{args})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        input_frame(inp, ["qid", "query", "docno", self.text_field], self)
+        problem = self.parameter_problem()
+        if problem:  # a combination set_parameter reached (pt.GridSearch sets one value at a time)
+            return failed_setting_run(inp, problem)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
         scores = self._score_texts(queries, texts) if len(inp) else np.empty(0)

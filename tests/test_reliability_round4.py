@@ -1,15 +1,19 @@
 """Issue 44: the last silent paths, and drop-in behaviour where users switch from
 sentence-transformers (CrossEncoder), PyTerrier (GridSearch, artifacts) and rank_llm."""
+import copy
+import re
 import warnings
 
 import numpy as np
-
+import pandas as pd
+import pyterrier as pt
 import pytest
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.cli import build_parser, main
 from pyterrier_longdoc.training.arguments import TrainingArguments
 from pyterrier_longdoc.training.selection import Selection, TrainingBelowStartWarning
+from helpers import toy_task
 
 
 # --- item 11: an unknown valid_metric fails where it is given ---
@@ -110,3 +114,86 @@ def test_a_cuda_device_without_a_gpu_is_a_clear_error(tiny_bert, window_model):
     with pytest.raises(ValueError, match=r"device='cuda:1': no CUDA GPU is available"):
         window_model.predict(PAIRS, device="cuda:1")
     assert window_model.device.type == "cpu" and window_model.predict(PAIRS).shape == (2,)  # left where it was
+
+
+# --- items 1, 6: LongDoc.set_parameter checks what its constructor checks ---
+
+def castle_counter():
+    return pt.apply.doc_score(lambda row: float(row["text"].count("castle")))
+
+
+@pytest.mark.parametrize("name, value, problem", [
+    ("window", 0, "window must be a positive integer, got 0"),
+    ("window", "wide", "window must be a positive integer, got 'wide'"),
+    ("k", 0, "k must be a positive integer, got 0"),
+    ("aggregation", "median", "unknown aggregation 'median'"),
+    ("text_field", 3, "text_field must be a column name"),
+    ("windows", 10, "LongDoc has no parameter 'windows'; parameters: aggregation, window"),
+])
+def test_longdoc_set_parameter_refuses_what_the_constructor_refuses(name, value, problem):
+    wrapped = pl.LongDoc(castle_counter(), aggregation="kmaxavg", window=30, stride=15)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        wrapped.set_parameter(name, value)
+    assert wrapped.get_parameter("window") == 30 and wrapped.get_parameter("k") == 3  # unchanged
+
+
+def test_longdoc_stride_beyond_window_reads_nothing_with_a_warning():
+    _, _, candidates = toy_task(n_queries=2)
+    wrapped = pl.LongDoc(castle_counter(), window=30, stride=15)
+    wrapped.set_parameter("stride", 100)  # a grid sets one value at a time: checked when a frame comes
+    with pytest.warns(UserWarning, match=r"stride \(100\) > window \(30\) would skip document text\. This setting "
+                                         r"scores no document"):
+        run = wrapped(candidates)
+    from pyterrier_longdoc._frames import FAILED_SETTING_DOCNO
+
+    assert run["docno"].tolist() == [FAILED_SETTING_DOCNO] * 2 and run["qid"].tolist() == ["q0", "q1"]
+    wrapped.set_parameter("window", 100)  # the grid's next value makes it valid
+    assert len(wrapped(candidates)) == len(candidates)
+
+
+# --- item 13: pt.GridSearch over a grid with invalid combinations finishes with a valid setting ---
+
+def grid_search(pipeline, transformer, grid):
+    topics, qrels, _ = toy_task(n_queries=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scan = pt.GridScan(pipeline, {transformer: grid}, topics, qrels, ["recip_rank"])
+        _, best, setting = pt.GridSearch(pipeline, {transformer: grid}, topics, qrels, "recip_rank", return_type="both")
+    return scan, best, dict((name, value) for _, name, value in setting), [str(w.message) for w in caught]
+
+
+def test_grid_search_over_longdoc_skips_stride_beyond_window():
+    _, _, candidates = toy_task(n_queries=4)
+    wrapped = pl.LongDoc(castle_counter(), window=4, stride=4)
+    scan, best, setting, messages = grid_search(pt.Transformer.from_df(candidates) >> wrapped, wrapped,
+                                                {"window": [4, 60], "stride": [4, 60]})
+    assert setting["stride"] <= setting["window"] and best == 1.0
+    invalid = scan[scan["tran_1_stride"] > scan["tran_0_window"]]
+    assert len(invalid) == 1 and invalid["recip_rank"].tolist() == [0.0]
+    assert any("stride (60) > window (4)" in m for m in messages)
+
+
+def test_grid_search_over_a_model_skips_stride_beyond_window(window_model):
+    _, _, candidates = toy_task(n_queries=4)
+    model = copy.deepcopy(window_model)
+    scan, best, setting, messages = grid_search(pt.Transformer.from_df(candidates) >> model, model,
+                                                {"window": [6, 24], "stride": [6, 24]})
+    assert setting["stride"] <= setting["window"] and best > 0
+    invalid = scan[scan["tran_1_stride"] > scan["tran_0_window"]]
+    assert invalid["recip_rank"].tolist() == [0.0] and scan["recip_rank"].max() == best
+    assert any("stride (24) > window (6)" in m for m in messages)
+    model.set_parameter("window", 6)
+    model.set_parameter("stride", 24)
+    with pytest.raises(ValueError, match=r"stride \(24\) > window \(6\)"):  # outside a frame, still an error
+        model.predict(PAIRS)
+
+
+# --- item 8: a column name given twice is named ---
+
+@pytest.mark.parametrize("column", ["text", "qid"])
+def test_a_column_given_twice_is_named(window_model, column):
+    _, _, candidates = toy_task(n_queries=2)
+    twice = pd.concat([candidates, candidates[[column]]], axis=1)
+    for transformer in (window_model, pl.LongDoc(castle_counter())):
+        with pytest.raises(ValueError, match=f"more than one column named '{column}'"):
+            transformer(twice)

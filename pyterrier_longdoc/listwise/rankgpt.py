@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import column_texts
+from .._frames import column_texts, input_frame
 from .backends import ChatBackend
 from .calls import ChatCalls
 from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,
@@ -83,7 +83,7 @@ class RankGPT(pt.Transformer):
                 f"max_doc_tokens={self.max_doc_tokens}, context_tokens={self.context_tokens}{tokenizer})")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        input_frame(inp, ["qid", "query", "docno", self.text_field], self)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
         best_first = first_stage_order(inp)
