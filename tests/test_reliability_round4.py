@@ -13,7 +13,7 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc.cli import build_parser, main
 from pyterrier_longdoc.training.arguments import TrainingArguments
 from pyterrier_longdoc.training.selection import Selection, TrainingBelowStartWarning
-from helpers import toy_task
+from helpers import FAST, new_model, toy_task
 
 
 # --- item 11: an unknown valid_metric fails where it is given ---
@@ -197,3 +197,29 @@ def test_a_column_given_twice_is_named(window_model, column):
     for transformer in (window_model, pl.LongDoc(castle_counter())):
         with pytest.raises(ValueError, match=f"more than one column named '{column}'"):
             transformer(twice)
+
+
+# --- item 2: validation topics without candidates are named and left out ---
+
+def validated_fit(tiny_bert, extra_topics):
+    topics, qrels, candidates = toy_task(n_queries=4)
+    valid_topics = pd.concat([topics, extra_topics], ignore_index=True)
+    return new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, epochs=1, valid_topics=valid_topics,
+                                    valid_qrels=qrels, valid_candidates=candidates, valid_metric="RR@10")
+
+
+def test_validation_topics_without_candidates_are_left_out_with_a_warning(tiny_bert):
+    plain = validated_fit(tiny_bert, pd.DataFrame(columns=["qid", "query"]))
+    lost = pd.DataFrame({"qid": ["lost-1", "lost-2"], "query": ["what cat", "what dog"]})
+    with pytest.warns(UserWarning, match=r"2 of 6 validation topics have no candidates \(qid 'lost-1', 'lost-2'\): "
+                                         r"they are left out of validation, where they would count as RR@10 0"):
+        history = validated_fit(tiny_bert, lost)
+    assert history.attrs["selection"]["start"] == plain.attrs["selection"]["start"]  # not lowered by them
+
+
+def test_validation_without_any_candidates_is_an_error(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=4)
+    with pytest.raises(ValueError, match=r"no validation topic has candidates: valid_candidates holds none of the 4 "
+                                         r"validation qids \(e\.g\. 'q0'\)"):
+        new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, valid_topics=topics, valid_qrels=qrels,
+                                 valid_candidates=candidates.assign(qid="other"), valid_metric="RR@10")
