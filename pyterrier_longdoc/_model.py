@@ -22,7 +22,7 @@ from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_l
 from ._config import WEIGHTS_NAME, ModelConfig
 from ._files import file_sha256
 from ._runtime import Runtime
-from ._weights import architecture, read_weights, save_weights
+from ._weights import architecture, read_weights, save_tokenizer, save_weights
 from .aggregators.base import Aggregator
 
 
@@ -238,7 +238,7 @@ class LongDocModel(ObservedStages, nn.Module):
         the weights are)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.tokenizer.save_pretrained(path)
+        save_tokenizer(self, path)
         save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
         config.encoder = {**config.encoder, "architectures": [architecture(self)]}

@@ -91,4 +91,18 @@ def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
     classifier.config.architectures = [type(classifier).__name__]
     path = Path(path)
     classifier.save_pretrained(path)
-    model.tokenizer.save_pretrained(path)
+    save_tokenizer(model, path)
+
+
+def save_tokenizer(model: nn.Module, path: Path) -> None:
+    """The model's tokenizer, its ``model_max_length`` the longest sequence the model reads (query,
+    window and special tokens: ``max_length``): ``CrossEncoder(path)`` truncates its input there,
+    and the backbone's own limit (256 for MiniLM, 128 after a passage stage) would cut windows the
+    model reads whole."""
+    tokenizer = model.tokenizer
+    own = tokenizer.model_max_length
+    tokenizer.model_max_length = model.chunking.max_length
+    try:
+        tokenizer.save_pretrained(path)
+    finally:
+        tokenizer.model_max_length = own

@@ -1,6 +1,7 @@
 """Issue 44: the last silent paths, and drop-in behaviour where users switch from
 sentence-transformers (CrossEncoder), PyTerrier (GridSearch, artifacts) and rank_llm."""
 import copy
+import json
 import re
 import warnings
 
@@ -13,6 +14,7 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc.cli import build_parser, main
 from pyterrier_longdoc.training.arguments import TrainingArguments
 from pyterrier_longdoc.training.selection import Selection, TrainingBelowStartWarning
+from cross_encoders import write_cross_encoder
 from helpers import FAST, new_model, toy_task
 
 
@@ -223,3 +225,24 @@ def test_validation_without_any_candidates_is_an_error(tiny_bert):
                                          r"validation qids \(e\.g\. 'q0'\)"):
         new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, valid_topics=topics, valid_qrels=qrels,
                                  valid_candidates=candidates.assign(qid="other"), valid_metric="RR@10")
+
+
+# --- item 5: an exported cross-encoder reads the windows the model reads ---
+
+def test_an_exported_cross_encoder_reads_whole_windows(tmp_path):
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    source = write_cross_encoder(tmp_path / "ce")
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    (source / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 24}))  # a short stage
+    firstp = pl.FirstP(str(source), max_query_tokens=8, window=40, max_length=64)
+    firstp.save_pretrained(tmp_path / "saved")
+    firstp.save_cross_encoder(tmp_path / "exported")
+    window = " ".join(["castle", "river", "the", "red", "house"] * 7)  # 35 tokens: one window, longer than 24
+    ours = firstp.predict([("what river", window)])
+    for folder in ("saved", "exported"):
+        theirs = CrossEncoder(str(tmp_path / folder), device="cpu")
+        assert theirs.max_seq_length == 64
+        np.testing.assert_allclose(theirs.predict([("what river", window)], activation_fn=torch.nn.Identity()),
+                                   ours, atol=1e-5)
