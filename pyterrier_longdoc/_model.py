@@ -22,7 +22,7 @@ from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_l
 from ._config import WEIGHTS_NAME, ModelConfig
 from ._files import file_sha256
 from ._runtime import Runtime
-from ._weights import architecture, read_weights, save_tokenizer, save_weights
+from ._weights import architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights, scores_windows
 from .aggregators.base import Aggregator
 
 
@@ -239,6 +239,8 @@ class LongDocModel(ObservedStages, nn.Module):
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         save_tokenizer(self, path)
+        if not scores_windows(self):
+            save_not_a_cross_encoder(path)  # CrossEncoder(path) fails, naming the model, rather than guess a head
         save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
         config.encoder = {**config.encoder, "architectures": [architecture(self)]}

@@ -246,3 +246,29 @@ def test_an_exported_cross_encoder_reads_whole_windows(tmp_path):
         assert theirs.max_seq_length == 64
         np.testing.assert_allclose(theirs.predict([("what river", window)], activation_fn=torch.nn.Identity()),
                                    ours, atol=1e-5)
+
+
+# --- item 4: CrossEncoder(folder) of a model that does not score windows one at a time fails loudly ---
+
+def test_cross_encoder_refuses_a_saved_parade_attn(tiny_bert, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parade = pl.ParadeAttn(tiny_bert, seed=0, window=12, stride=6, max_length=48, max_query_tokens=8)
+    parade.save_pretrained(tmp_path / "parade")
+    with pytest.raises(ValueError, match="NotACrossEncoder"):  # sentence-transformers' own refusal of unknown code
+        CrossEncoder(str(tmp_path / "parade"))
+    with pytest.raises(ValueError, match=r"holds a pyterrier_longdoc 'parade_attn' model, which is not a "
+                                         r"cross-encoder.*LongDocReranker\.from_pretrained"):
+        CrossEncoder(str(tmp_path / "parade"), trust_remote_code=True)
+    again = pl.LongDocReranker.from_pretrained(str(tmp_path / "parade"))  # the library still loads it
+    np.testing.assert_allclose(again.predict(PAIRS), parade.predict(PAIRS), atol=1e-6)
+
+
+def test_a_window_scorer_folder_stays_a_cross_encoder(window_model, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    window_model.save_pretrained(tmp_path / "maxp")
+    assert not (tmp_path / "maxp" / "modules.json").exists()
+    assert CrossEncoder(str(tmp_path / "maxp")).predict(PAIRS).shape == (2,)
