@@ -14,6 +14,7 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc.cli import build_parser, main
 from pyterrier_longdoc.training.arguments import TrainingArguments
 from pyterrier_longdoc.training.selection import Selection, TrainingBelowStartWarning
+from conftest import write_tiny_bert
 from cross_encoders import write_cross_encoder
 from helpers import FAST, new_model, toy_task
 
@@ -272,3 +273,25 @@ def test_a_window_scorer_folder_stays_a_cross_encoder(window_model, tmp_path):
     window_model.save_pretrained(tmp_path / "maxp")
     assert not (tmp_path / "maxp" / "modules.json").exists()
     assert CrossEncoder(str(tmp_path / "maxp")).predict(PAIRS).shape == (2,)
+
+
+# --- item 7: trust_remote_code on a saved folder reads the code in the folder ---
+
+def test_remote_code_of_a_saved_folder_is_read_from_the_folder(tmp_path):
+    base = write_tiny_bert(tmp_path / "base")
+    (base / "custom.py").write_text("from transformers import BertForSequenceClassification\n\n\n"
+                                    "class CustomForSequenceClassification(BertForSequenceClassification):\n"
+                                    "    pass\n")
+    config = json.loads((base / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForSequenceClassification": "custom.CustomForSequenceClassification"}
+    (base / "config.json").write_text(json.dumps(config))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pl.MaxP(str(base), trust_remote_code=True, seed=0, window=12, stride=6, max_length=48,
+                        max_query_tokens=8)
+    model.save_pretrained(tmp_path / "saved")
+    assert (tmp_path / "saved" / "custom.py").read_text() == (base / "custom.py").read_text()  # saved with it
+    # the base's code changes (as a hub repository's may): the saved model keeps its own
+    (base / "custom.py").write_text("raise RuntimeError('the base model's code ran')\n")
+    again = pl.LongDocReranker.from_pretrained(str(tmp_path / "saved"), trust_remote_code=True)
+    np.testing.assert_allclose(again.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
