@@ -295,3 +295,30 @@ def test_remote_code_of_a_saved_folder_is_read_from_the_folder(tmp_path):
     (base / "custom.py").write_text("raise RuntimeError('the base model's code ran')\n")
     again = pl.LongDocReranker.from_pretrained(str(tmp_path / "saved"), trust_remote_code=True)
     np.testing.assert_allclose(again.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
+
+
+# --- item 15: the recipe saves what it trained; a checkpoint folder is a PyTerrier artifact ---
+
+def test_the_recipe_saves_the_trained_model_in_its_output_dir(tiny_bert, tmp_path):
+    from pyterrier_longdoc.training import train_long_document_ranker
+
+    topics, qrels, candidates = toy_task(n_queries=4)
+    args = TrainingArguments(epochs=1, lr=1e-3, head_lr=1e-2, queries_per_step=2, warmup=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, _ = train_long_document_ranker(pl.MaxP, tiny_bert, topics, qrels, candidates, passages=False,
+                                              output_dir=tmp_path / "recipe", args=args, model_options=dict(
+                                                  window=12, stride=6, max_length=48, max_query_tokens=8))
+    assert repr(model).startswith(f"MaxP({str(tmp_path / 'recipe')!r}") and model.history is not None
+    loaded = pt.Artifact.load(str(tmp_path / "recipe"))
+    assert isinstance(loaded, pl.MaxP)
+    np.testing.assert_allclose(loaded.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
+
+
+def test_a_checkpoint_folder_loads_as_a_pyterrier_artifact(window_model, tmp_path):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    model = copy.deepcopy(window_model)
+    model.fit(topics, qrels, candidates, **FAST, checkpoint_dir=tmp_path / "run")
+    loaded = pt.Artifact.load(str(tmp_path / "run"))
+    assert isinstance(loaded, pl.MaxP)
+    np.testing.assert_allclose(loaded.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
