@@ -25,8 +25,9 @@ def _pair_list(pairs) -> tuple[list, bool]:
         pairs = pairs.tolist()
     if isinstance(pairs, (tuple, list)) and pairs and isinstance(pairs[0], str):
         if len(pairs) != 2 or not all(isinstance(x, str) for x in pairs):
+            strings = f"{len(pairs)} string{'s' if len(pairs) != 1 else ''}"
             raise TypeError(f"predict takes (query, document) pairs of strings; got {_shown(pairs)}, which is "
-                            f"{len(pairs)} string{'s' if len(pairs) != 1 else ''}, not a pair (a batch is a list of pairs)")
+                            f"{strings}, not a pair (a batch is a list of pairs)")
         return [pairs], True
     if isinstance(pairs, str):
         raise TypeError(f"predict takes (query, document) pairs of strings; got one string {_shown(pairs)}")

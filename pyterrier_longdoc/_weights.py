@@ -60,9 +60,9 @@ def architecture(model: nn.Module) -> str:
 class NotACrossEncoder:
     """What ``modules.json`` names in the folder of a model that does not score windows one at a
     time (PARADE, CEDR, LongP pooled otherwise, a linear head...): sentence-transformers'
-    ``CrossEncoder(folder)`` and ``SentenceTransformer(folder)`` load the modules it names, so they
-    stop with an error naming the model and how to load it, instead of putting a new, random
-    classifier on its encoder. (transformers' ``AutoModel`` still loads the encoder.)"""
+    ``CrossEncoder(folder)`` loads the modules it names, so it stops with an error naming the model
+    and how to load it, instead of putting a new, random classifier on its encoder.
+    (transformers' ``AutoModel`` still loads the encoder.)"""
 
     @classmethod
     def load(cls, model_name_or_path, *args, **kwargs):

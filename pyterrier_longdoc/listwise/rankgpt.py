@@ -9,9 +9,9 @@ import pandas as pd
 import pyterrier as pt
 
 from .._frames import column_texts, input_frame
+from .._warn import warn
 from .backends import ChatBackend
 from .calls import ChatCalls
-from .._warn import warn
 from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,
                      rankgpt_messages, read_ids, window_ranges)
 
