@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,20 +150,38 @@ def _adapter_model(folder: Path, trust_remote_code: bool, config_overrides: dict
     return Pretrained(model, tokenizer, head_in_adapter or bases[0].trained_head, str(folder))
 
 
-def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False) -> nn.Module:
+def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False,
+                      folder: Path | None = None) -> nn.Module:
     """A randomly initialised model of a saved ``config.to_dict()``, for weights loaded after:
-    the architecture's ``*ForSequenceClassification`` model or its plain encoder."""
+    the architecture's ``*ForSequenceClassification`` model or its plain encoder. Custom code
+    (the config's ``auto_map``, with ``trust_remote_code``) is read from ``folder``, the saved
+    model's own, never from where the encoder first came from (a hub repository's code may have
+    changed since)."""
     from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
     auto = AutoModelForSequenceClassification if sequence_classifier else AutoModel
 
     def build(**kw):  # a fresh config per attempt: a failed SDPA attempt leaves its mark on it
         settings = dict(encoder_config)
+        if folder is not None:
+            settings["_name_or_path"] = str(folder)  # where transformers looks for the auto_map's code
         config = AutoConfig.for_model(settings.pop("model_type"), **settings)
         return auto.from_config(config, **kw)
 
     with _quiet_transformers():
         return _with_sdpa(build, {"trust_remote_code": trust_remote_code})
+
+
+def remote_code_files(model: nn.Module) -> list[str]:
+    """The files of custom code (``trust_remote_code``) that define ``model``'s class and what
+    they import, so that a saved folder holds the code it was built with; none for a class of
+    transformers itself."""
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    module = sys.modules.get(type(model).__module__)
+    if not type(model).__module__.startswith("transformers_modules.") or module is None:
+        return []
+    return [module.__file__, *get_relative_import_files(module.__file__)]
 
 
 def encoder_max_length(encoder: nn.Module, tokenizer) -> int:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
-                        resolve_checkpoint)
+                        remote_code_files, resolve_checkpoint)
 from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
@@ -49,6 +49,7 @@ class _Start:
     head: nn.Module | None       # the checkpoint's window head, if it has one
     trained_head: bool           # whether that head's weights are trained
     base_model: str | None
+    code_files: tuple = ()       # the custom code (trust_remote_code) of its classes, saved with the model
 
 
 def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_code: bool = False,
@@ -97,7 +98,7 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
     if isinstance(source, InMemory):
         head = getattr(source.model.aggregator, "head", None)
         return _Start(copy.deepcopy(source.model.encoder), source.model.tokenizer, copy.deepcopy(head),
-                      trained_head=True, base_model=source.base_model)
+                      trained_head=True, base_model=source.base_model, code_files=source.model.code_files)
     if saved is None:
         loaded = load_pretrained(source, trust_remote_code=trust_remote_code,
                                  sequence_classifier=cls.aggregator.chunk_head)
@@ -106,13 +107,14 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
         encoder, head = _split(loaded.model.float())
         if head is not None and not loaded.trained_head:
             head.reset_output_layer()
-        return _Start(encoder, loaded.tokenizer, head, loaded.trained_head, source)
+        return _Start(encoder, loaded.tokenizer, head, loaded.trained_head, source, remote_code_files(loaded.model))
     saved.warn_about_version(path)  # here only: a load reads config.json more than once
     refuse_pickle(path)
-    backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code,
+    backbone = model_from_config(saved.encoder, trust_remote_code=trust_remote_code, folder=path,
                                  sequence_classifier=saved.head_type == "sequence_classification")
     encoder, head = _split(backbone.float())  # a config saved from a bf16 model names bf16
-    return _Start(encoder, load_tokenizer(str(path), trust_remote_code), head, True, saved.base_model)
+    return _Start(encoder, load_tokenizer(str(path), trust_remote_code), head, True, saved.base_model,
+                  remote_code_files(backbone))
 
 
 def _split(backbone: nn.Module) -> tuple[nn.Module, nn.Module | None]:
@@ -131,6 +133,7 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                 **({"head": start.head} if chunk_head else {}))
     model = cls.engine(start.encoder, start.tokenizer, aggregator, Chunking(**chunk_settings))
+    model.code_files = tuple(start.code_files)
     cls._prepare_backbone(model, merged)
     merged.update(aggregator.saved_settings())
     head_type = None if not chunk_head else (

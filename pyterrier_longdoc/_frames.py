@@ -20,7 +20,45 @@ def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ValueError(f"{name} needs columns {columns}; missing {missing} (it has {list(frame.columns)})")
+    unique_columns(frame, name)
     return frame
+
+
+def input_frame(inp: pd.DataFrame, columns: list[str], context) -> pd.DataFrame:
+    """``inp`` itself, checked as a transformer's input: PyTerrier's column check, then one column
+    per name (a second ``text`` or ``qid`` column would be read as a frame, not values)."""
+    import pyterrier as pt
+
+    pt.validate.columns(inp, includes=columns, context=context)
+    unique_columns(inp, f"{context!r}")
+    return inp
+
+
+def unique_columns(frame: pd.DataFrame, name: str) -> None:
+    """A ValueError naming the column names ``frame`` has more than once."""
+    twice = list(dict.fromkeys(frame.columns[frame.columns.duplicated()]))
+    if twice:
+        raise ValueError(f"{name}: the frame has more than one column named {', '.join(map(repr, twice))} (its "
+                         f"columns: {list(frame.columns)}); keep one, e.g. frame.loc[:, ~frame.columns.duplicated()]")
+
+
+#: the one document of each query in the run of a setting that cannot score (see failed_setting_run)
+FAILED_SETTING_DOCNO = "<setting that does not work>"
+
+
+def failed_setting_run(inp: pd.DataFrame, problem: str) -> pd.DataFrame:
+    """The run of a setting that cannot score, such as ``stride`` > ``window`` reached one
+    ``set_parameter`` call at a time in ``pt.GridSearch``: a warning naming it, and one placeholder
+    row per query (docno ``FAILED_SETTING_DOCNO``, score 0), so that ``pt.GridScan`` scores the
+    setting 0 on every measure and ``pt.GridSearch`` finishes with a valid setting, rather than
+    the whole grid stopping at the first such combination."""
+    from ._warn import warn
+
+    warn(f"{problem}. This setting scores no document: its run holds one placeholder row per query (docno "
+         f"{FAILED_SETTING_DOCNO!r}), so pt.GridScan scores it 0 and pt.GridSearch picks a valid setting")
+    columns = [c for c in ("qid", "query") if c in inp.columns]
+    run = inp[columns].drop_duplicates("qid").reset_index(drop=True)
+    return run.assign(docno=FAILED_SETTING_DOCNO, score=0.0, rank=0)
 
 
 def kind_of(value) -> str:

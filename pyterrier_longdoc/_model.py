@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,8 @@ from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_l
 from ._config import WEIGHTS_NAME, ModelConfig
 from ._files import file_sha256
 from ._runtime import Runtime
-from ._weights import architecture, read_weights, save_weights
+from ._weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
+                       scores_windows)
 from .aggregators.base import Aggregator
 
 
@@ -89,7 +91,11 @@ class LongDocModel(ObservedStages, nn.Module):
     PARADE-Transformer-Q also the query tokens), on by default where supported;
     ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
     (on by default, for the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
+    ``code_files``: the custom code (``trust_remote_code``) its encoder was built with, which
+    ``save_pretrained`` copies into the folder.
     """
+
+    code_files: tuple = ()
 
     def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
         super().__init__()
@@ -247,7 +253,11 @@ class LongDocModel(ObservedStages, nn.Module):
         the weights are)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.tokenizer.save_pretrained(path)
+        save_tokenizer(self, path)
+        for file in self.code_files:  # a load with trust_remote_code reads the code here, and only here
+            shutil.copyfile(file, path / Path(file).name)
+        if not scores_windows(self):
+            save_not_a_cross_encoder(path)  # CrossEncoder(path) fails, naming the model, rather than guess a head
         save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
         config.encoder = {**config.encoder, "architectures": [architecture(self)]}

@@ -39,7 +39,10 @@ class Parameters:
     def set_parameter(self, name: str, value) -> None:
         """Change one parameter in place (as ``pt.GridSearch`` does); a chunking setting is saved
         with the model by ``save_pretrained``. A value is checked at once; a combination (e.g.
-        ``stride`` no larger than ``window``) when the model next reads a document."""
+        ``stride`` no larger than ``window``) when the model next reads a document: a frame then
+        gets a warning naming it and a run that scores no document, so that a grid search finishes
+        with a valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit`` and
+        ``save_pretrained`` raise the error."""
         if name in RUNTIME_OPTIONS:
             setattr(self.runtime, name, value)  # checked by the runtime, as the constructor checks it
             return
@@ -50,6 +53,15 @@ class Parameters:
                              f"{self.model.chunking.max_query_tokens}: its weights depend on it, so it cannot change")
         Chunking(**{name: value})  # the value on its own
         self._unsettled()[name] = value
+
+    def parameter_problem(self) -> str | None:
+        """Why the chunking settings ``set_parameter`` changed do not work together, or None
+        (they are applied when they do)."""
+        try:
+            self.settle_parameters()
+        except ValueError as error:
+            return str(error)
+        return None
 
     def settle_parameters(self) -> None:
         """Applies the chunking settings ``set_parameter`` changed; an error names a combination

@@ -23,7 +23,7 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
-from ._frames import column_texts, row_label
+from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring
@@ -130,17 +130,28 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
 
     def _use_runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
         self.runtime = runtime
-        self.devices = runtime.devices()
-        self.device = self.devices[0]
+        self._place_runtime()
         self.int8 = runtime.int8
-        self.autocast_dtype = runtime.autocast_dtype()
-        self._replicas = Replicas()
         from .training.arguments import check_option_names
 
         self.fit_options = dict(check_option_names(fit_options or {}))
         self.history: pd.DataFrame | None = None  # of the last fit
         self.training_data: dict | None = None
         self.training_options: dict | None = None
+
+    def _place_runtime(self) -> None:
+        self.devices = self.runtime.available_devices()
+        self.device = self.devices[0]
+        self.autocast_dtype = self.runtime.autocast_dtype()
+        self._replicas = Replicas()
+
+    def place(self, device: str | torch.device | list) -> None:
+        """Moves the model to ``device``, or shares inference batches among a list of devices (as
+        the ``device`` argument of the constructor, and of ``predict``)."""
+        Runtime(device=device).available_devices()  # checked before anything changes
+        self.runtime.device = device
+        self._place_runtime()
+        self.model.to(self.device)
 
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
@@ -214,7 +225,10 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         return f"{type(self).__name__}({source!r}{args})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        input_frame(inp, ["qid", "query", "docno", self.text_field], self)
+        problem = self.parameter_problem()
+        if problem:  # a combination set_parameter reached (pt.GridSearch sets one value at a time)
+            return failed_setting_run(inp, problem)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
         scores = self._score_texts(queries, texts) if len(inp) else np.empty(0)

@@ -21,6 +21,7 @@ AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloa
 # the options a model's constructor takes; the others are engine options, set as attributes
 CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping", "attn_implementation",
                        "max_batch_tokens")
+_OTHER_DEVICE = "use device='cpu', or leave device unset for the best device this machine has"
 
 
 def unknown_dtype(value) -> ValueError:
@@ -123,6 +124,21 @@ class Runtime:
         devices = self.device if isinstance(self.device, (list, tuple)) else [
             self.device if self.device is not None else default_device()]
         return [torch.device(d) for d in devices]
+
+    def available_devices(self) -> list[torch.device]:
+        """``devices()``, each one present on this machine: a clear error rather than torch's
+        ``AssertionError: Torch not compiled with CUDA enabled`` when the model moves there."""
+        devices = self.devices()
+        gpus = torch.cuda.device_count()
+        mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+        for device in devices:
+            if device.type == "cuda" and (device.index or 0) >= gpus:
+                found = f"only {gpus} CUDA GPU(s) are visible" if gpus else "no CUDA GPU is available"
+                raise ValueError(f"device={str(device)!r}: {found} (torch {torch.__version__}, CUDA "
+                                 f"{torch.version.cuda or 'not compiled in'}); {_OTHER_DEVICE}")
+            if device.type == "mps" and not mps:
+                raise ValueError(f"device={str(device)!r}: no Apple MPS device is available; {_OTHER_DEVICE}")
+        return devices
 
     @property
     def int8(self) -> bool:

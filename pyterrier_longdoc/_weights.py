@@ -57,6 +57,35 @@ def architecture(model: nn.Module) -> str:
     return type(model.encoder).__name__
 
 
+class NotACrossEncoder:
+    """What ``modules.json`` names in the folder of a model that does not score windows one at a
+    time (PARADE, CEDR, LongP pooled otherwise, a linear head...): sentence-transformers'
+    ``CrossEncoder(folder)`` loads the modules it names, so it stops with an error naming the model
+    and how to load it, instead of putting a new, random classifier on its encoder.
+    (transformers' ``AutoModel`` still loads the encoder.)"""
+
+    @classmethod
+    def load(cls, model_name_or_path, *args, **kwargs):
+        import json
+
+        config = json.loads((Path(model_name_or_path) / "config.json").read_text()).get("pyterrier_longdoc", {})
+        raise ValueError(f"{model_name_or_path} holds a pyterrier_longdoc {config.get('model', '')!r} model, which is "
+                         "not a cross-encoder: it scores a document from its windows together, so a (query, passage) "
+                         "classifier would be a new, random one. Load it with pyterrier_longdoc.LongDocReranker."
+                         f"from_pretrained({str(model_name_or_path)!r}) (or pt.Artifact.load)")
+
+
+def save_not_a_cross_encoder(path: Path) -> None:
+    """``modules.json`` naming :class:`NotACrossEncoder`, in the folder of a model that is not a
+    cross-encoder, and the ``config_sentence_transformers.json`` that makes ``CrossEncoder`` read
+    it (sentence-transformers 6 and later; older versions build a cross-encoder from config.json alone)."""
+    import json
+
+    module = {"idx": 0, "name": "0", "path": "", "type": f"{NotACrossEncoder.__module__}.NotACrossEncoder"}
+    (Path(path) / "modules.json").write_text(json.dumps([module], indent=2) + "\n")
+    (Path(path) / "config_sentence_transformers.json").write_text(json.dumps({"model_type": "CrossEncoder"}) + "\n")
+
+
 def save_weights(model: nn.Module, file: Path) -> None:
     from safetensors.torch import save_file
 
@@ -91,4 +120,18 @@ def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
     classifier.config.architectures = [type(classifier).__name__]
     path = Path(path)
     classifier.save_pretrained(path)
-    model.tokenizer.save_pretrained(path)
+    save_tokenizer(model, path)
+
+
+def save_tokenizer(model: nn.Module, path: Path) -> None:
+    """The model's tokenizer, its ``model_max_length`` the longest sequence the model reads (query,
+    window and special tokens: ``max_length``): ``CrossEncoder(path)`` truncates its input there,
+    and the backbone's own limit (256 for MiniLM, 128 after a passage stage) would cut windows the
+    model reads whole."""
+    tokenizer = model.tokenizer
+    own = tokenizer.model_max_length
+    tokenizer.model_max_length = model.chunking.max_length
+    try:
+        tokenizer.save_pretrained(path)
+    finally:
+        tokenizer.model_max_length = own

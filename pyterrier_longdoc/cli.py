@@ -167,12 +167,17 @@ _FIT_FLAGS = {"epochs": "--epochs", "checkpoint_dir": "--checkpoint-dir", "top_k
 def checked_settings(pairs: list[str], option: str, defaults: dict, flags: dict[str, str] | None = None) -> dict:
     """``parse_settings`` of ``pairs``: every name one of ``defaults``, and a number where its
     default is one; a name that a flag of its own gives is refused, naming the flag."""
+    from .training.arguments import did_you_mean
+
     settings = parse_settings(pairs)
     for key, value in settings.items():
         if flags and key in flags:
             raise CliError(f"{option} {key}=...: give it as {flags[key]}")
         if key not in defaults:
-            raise CliError(f"{option} {key}=...: unknown name {key!r}; valid names: {', '.join(defaults)}")
+            hint = did_you_mean(key, [*defaults, *(flags or {})])
+            for name, flag in (flags or {}).items():  # a name a flag gives: point to the flag
+                hint = hint.replace(f"{name!r}", flag)
+            raise CliError(f"{option} {key}=...: unknown name {key!r}{hint}; valid names: {', '.join(defaults)}")
         if _is_number(defaults[key]) and not _is_number(value):
             raise CliError(f"{option} {key}={value}: expected a number, such as its default {defaults[key]}")
     return settings
@@ -296,10 +301,12 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     # the docstring's reStructuredText literals, as plain text for the terminal
+    # allow_abbrev=False: --mod is not --model (a prefix would change meaning when an option is added)
     parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__.replace("``", ""),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--version", action=_Version, help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
 
     demo = commands.add_parser("demo", help="compare FirstP and MaxP, with query controls, on generated data, offline")
     demo.add_argument("--output", default="demo-output", help="where the index, models and plot go")
@@ -312,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")
 
-    runtime = argparse.ArgumentParser(add_help=False)
+    runtime = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
     runtime.add_argument("--run", help="candidates: a first-stage run in TREC format")
     runtime.add_argument("--lucene-index", help="candidates: BM25 over a Pyserini Lucene index (needs the [pyserini] "
@@ -491,13 +498,16 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 def _rerank(args) -> int:
     from . import models  # noqa: F401 - the model classes register themselves
-    from ._reranker import LongDocReranker, model_class
+    from ._reranker import LongDocReranker, model_class, registered_models
 
     if args.backbone:
         cls, source = model_class(args.model), args.backbone
         check_model_source(source, "--backbone")
     else:
         cls, source = LongDocReranker, args.model
+        if args.model in registered_models() and not Path(args.model).exists():
+            raise CliError(f"--model {args.model}: no such directory; {args.model!r} is a model name, which "
+                           f"starts from a trained cross-encoder: add --backbone DIR (a saved model is a directory)")
         check_model_source(source, "--model")
     _, candidates = candidates_for(args, args.topics, args.run)
     model = cls.from_pretrained(source, batch_size=args.batch_size, device=args.device, dtype=args.dtype,

@@ -13,10 +13,11 @@ import pandas as pd
 import pyterrier as pt
 
 from ._chunking import window_starts
-from ._frames import column_texts
+from ._frames import column_texts, failed_setting_run, input_frame
 from ._text import text_offsets, text_only_backend, without_lone_surrogates
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
+TUNABLE = ("aggregation", "window", "stride", "k", "text_field", "tokenizer")  # set_parameter's names
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
 _WHITESPACE = re.compile(r"\s+")
 
@@ -49,16 +50,34 @@ class LongDoc(pt.Transformer):
 
     def __init__(self, scorer: pt.Transformer, *, aggregation: str = "max", window: int = 150, stride: int = 75,
                  k: int = 3, text_field: str = "text", tokenizer=None):
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(f"unknown aggregation {aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
-        for name, value in (("window", window), ("stride", stride), ("k", k)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if stride > window:
-            raise ValueError(f"stride ({stride}) > window ({window}) would skip document text")
+        for name, value in (("aggregation", aggregation), ("window", window), ("stride", stride), ("k", k),
+                            ("text_field", text_field)):
+            _check_setting(name, value)
+        if _combination_problem(window, stride):
+            raise ValueError(_combination_problem(window, stride))
         self.scorer, self.aggregation, self.window, self.stride, self.k = scorer, aggregation, window, stride, k
-        self.text_field, self.tokenizer = text_field, tokenizer
+        self.text_field = text_field
+        self.tokenizer = tokenizer
+
+    @property
+    def tokenizer(self):
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer) -> None:
+        self._tokenizer = tokenizer
         self._offsets = text_offsets(tokenizer) if tokenizer is not None else None
+
+    def set_parameter(self, name: str, value) -> None:
+        """Changes one setting in place, as ``pt.GridSearch`` does, with the constructor's checks
+        of each value (an error names it). ``window`` and ``stride`` are checked together when
+        the next frame comes: a grid sets one at a time. A frame scored with ``stride`` > ``window``
+        gives a warning naming them and a run that scores no document, so that a grid search
+        finishes with a valid setting (the guide's "Tuning with pt.GridSearch")."""
+        if name not in TUNABLE:
+            raise ValueError(f"LongDoc has no parameter {name!r}; parameters: {', '.join(TUNABLE)}")
+        _check_setting(name, value)
+        setattr(self, name, value)
 
     def __repr__(self) -> str:
         extra = f", k={self.k}" if self.aggregation == "kmaxavg" else ""
@@ -85,7 +104,10 @@ class LongDoc(pt.Transformer):
         return [join(tokens[s:s + self.window]) for s in window_starts(len(tokens), self.window, self.stride)[:limit]]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        input_frame(inp, ["qid", "query", "docno", self.text_field], self)
+        problem = _combination_problem(self.window, self.stride)
+        if problem:
+            return failed_setting_run(inp, f"{self!r}: {problem}")
         if not len(inp):
             return pt.model.add_ranks(inp.assign(score=pd.Series(dtype="float64")))
         limit = 1 if self.aggregation == "first" else None  # FirstP: the scorer never sees the other passages
@@ -115,6 +137,19 @@ class LongDoc(pt.Transformer):
             best = scored.sort_values("score", ascending=False, kind="stable")
             return best[best.groupby(_ROW).cumcount() < self.k].groupby(_ROW)["score"].mean()
         return scored.groupby(_ROW)["score"].agg(self.aggregation)
+
+
+def _check_setting(name: str, value) -> None:
+    if name == "aggregation" and value not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {value!r}; use one of {', '.join(AGGREGATIONS)}")
+    if name in ("window", "stride", "k") and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if name == "text_field" and not isinstance(value, str):
+        raise ValueError(f"text_field must be a column name (str), got {value!r}")
+
+
+def _combination_problem(window: int, stride: int) -> str | None:
+    return f"stride ({stride}) > window ({window}) would skip document text" if stride > window else None
 
 
 def _repeated(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:

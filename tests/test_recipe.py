@@ -67,7 +67,7 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     skipped, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, candidates,
                                                  output_dir=tmp_path / "again", args=args, passages=False,
                                                  model_options=TOY_SETTINGS, dtype="fp32")
-    assert "passage stage" not in report and not (tmp_path / "again").exists()
+    assert "passage stage" not in report and not (tmp_path / "again" / "passage-stage").exists()
 
 
 def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypatch):

@@ -230,7 +230,8 @@ def test_construction_is_reproducible_under_a_seed(cross_encoder):
 # --- item 8: the usual mistakes ---
 
 def test_unknown_fit_options_are_refused_when_the_model_is_built(tiny_bert):
-    with pytest.raises(TypeError, match=r"fit_options: unknown fit option 'epoch'; valid options: epochs, loss, "):
+    with pytest.raises(TypeError, match=r"fit_options: unknown fit option 'epoch' \(did you mean 'epochs'\?\); "
+                                         r"valid options: epochs, loss, "):
         pl.MaxP(tiny_bert, fit_options={"epoch": 1})
     assert {"epochs", "lr", "checkpoint_dir", "text", "valid_metric"} <= set(fit_option_defaults())
     with warnings.catch_warnings():
@@ -303,8 +304,10 @@ def test_a_json_text_that_is_not_a_string_is_named_by_line(trec_files, tiny_bert
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--set", "windw=150"], r"--set windw=\.\.\.: unknown name 'windw'; valid names: window, stride, .*, max_length"),
-    (["--fit", "lrr=1e-4"], r"--fit lrr=\.\.\.: unknown name 'lrr'; valid names: loss, negatives, lr, head_lr, "),
+    (["--set", "windw=150"], r"--set windw=\.\.\.: unknown name 'windw' \(did you mean 'window'\?\); "
+                              r"valid names: window, stride, .*, max_length"),
+    (["--fit", "lrr=1e-4"], r"--fit lrr=\.\.\.: unknown name 'lrr' \(did you mean 'lr'\?\); "
+                             r"valid names: loss, negatives, lr, "),
     (["--fit", "epochs=2"], r"--fit epochs=\.\.\.: give it as --epochs$"),
     (["--fit", "lr=fast"], r"--fit lr=fast: expected a number, such as its default 1e-05$"),
     (["--set", "window=wide"], r"--set window=wide: expected a number, such as its default 150$"),

@@ -202,7 +202,7 @@ def test_leftovers_of_a_killed_write_are_removed_and_the_limit_is_kept(tiny_bert
     (leftover / "model.safetensors").write_bytes(b"half")
     run_to_step(tiny_bert, data, tmp_path, 6, save_total_limit=3)
     assert not leftover.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000004", "step-000005", "step-000006"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pt_meta.json", "step-000004", "step-000005", "step-000006"]
 
 
 def test_a_truncated_plain_encoder_names_the_file(tiny_bert, tmp_path):

@@ -177,7 +177,8 @@ def test_training_arguments_check_every_setting():
                 dict(patience=True), dict(load_best_model_at_end="yes"), dict(loss="hinge"), dict(seed=1.5)):
         with pytest.raises(ValueError):
             TrainingArguments(**bad)
-    with pytest.raises(TypeError, match=r"unknown fit option 'epoch'; valid options: .*epochs"):
+    with pytest.raises(TypeError, match=r"unknown fit option 'epoch' \(did you mean 'epochs'\?\); valid options: "
+                                         r".*epochs"):
         TrainingArguments.from_options({"epoch": 1})
 
 

@@ -93,7 +93,7 @@ def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
     for key, value in weights(straight).items():
         torch.testing.assert_close(weights(resumed)[key], value, rtol=0, atol=1e-7, msg=key)
     # the last two complete checkpoints stay, and no temporary directory is left behind
-    assert sorted(p.name for p in (tmp_path / "resumed").iterdir()) == ["step-000007", "step-000008"]
+    assert sorted(p.name for p in (tmp_path / "resumed").iterdir()) == ["pt_meta.json", "step-000007", "step-000008"]
     assert pl.LongDocReranker.from_pretrained(tmp_path / "resumed" / "step-000008").settings == resumed.settings
 
 

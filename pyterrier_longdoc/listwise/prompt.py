@@ -12,6 +12,7 @@ SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based
 # keeps for the answer (max_tokens(model) - 200)
 MESSAGE_OVERHEAD = 4
 ANSWER_RESERVE = 200
+_PASSAGE_ID = re.compile(r"\[(\d+)\]")  # rank_llm's rewrite of identifiers in passage text (_replace_number)
 
 
 def rankgpt_messages(query: str, passages: Sequence[str]) -> list[dict]:
@@ -62,10 +63,11 @@ class TokenBudget:
 
 def passage(text: str, budget: int | None, ends: list[int]) -> str:
     """RankGPT's passage: stripped, white space collapsed, cut to ``budget`` tokens (``ends``:
-    where each token of ``text`` ends) or whole when ``budget`` is None."""
+    where each token of ``text`` ends) or whole when ``budget`` is None; a ``[N]`` in the text
+    becomes ``(N)``, as rank_llm writes it, so that it cannot be read as a passage identifier."""
     if budget is not None and budget < len(ends):
         text = text[:ends[budget - 1]] if budget > 0 else ""
-    return " ".join(text.split())
+    return _PASSAGE_ID.sub(r"(\1)", " ".join(text.split()))
 
 
 def fitting_budget(lengths: Sequence[int], fixed: int, limit: int) -> int:
@@ -95,15 +97,21 @@ def parse_permutation(answer: str, n: int) -> tuple[list[int], bool]:
     reasoning model's ``<think>`` block is skipped, and when the answer has bracketed ids only
     those count (so "the top 3 of 20" in prose is not read as ids). Also whether the answer was
     a clean permutation."""
+    order, named = read_ids(answer, n)
+    clean = named == n == len(order)
+    return order + [i for i in range(n) if i not in order], clean
+
+
+def read_ids(answer: str, n: int) -> tuple[list[int], int]:
+    """The distinct passage ids in 1..n that ``answer`` names, 0-based in its order, and how
+    many ids it named (repeats and ids out of range included); see :func:`parse_permutation`."""
     answer = _THINKING.sub(" ", answer)
     ids = _BRACKETED.findall(answer) or re.findall(r"\d+", answer)
-    order, seen = [], set()
+    order = []
     for i in (int(x) - 1 for x in ids):
-        if 0 <= i < n and i not in seen:
+        if 0 <= i < n and i not in order:
             order.append(i)
-            seen.add(i)
-    clean = len(ids) == n == len(order)
-    return order + [i for i in range(n) if i not in seen], clean
+    return order, len(ids)
 
 
 def window_ranges(n: int, window: int, step: int) -> list[tuple[int, int]]:

@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import column_texts
+from .._frames import column_texts, input_frame
+from .._warn import warn
 from .backends import ChatBackend
 from .calls import ChatCalls
 from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,
-                     rankgpt_messages, window_ranges)
+                     rankgpt_messages, read_ids, window_ranges)
 
 
 class RankGPT(pt.Transformer):
@@ -21,7 +22,9 @@ class RankGPT(pt.Transformer):
     OpenAI-compatible servers or a local transformers model).
 
     Each prompt asks for a permutation (``[2] > [1] > ...``) of the window's passages; as the
-    window moves up, relevant documents climb to the top.
+    window moves up, relevant documents climb to the top. A ``[N]`` inside a document is sent as
+    ``(N)``, as rank_llm sends it, so that it cannot pass for a passage identifier; an answer that
+    names no passage leaves its window in the first stage's order, with a warning.
 
     Args:
         backend: an :class:`OpenAIChat` (OpenAI, or vLLM/llama.cpp/Ollama via ``base_url``),
@@ -83,7 +86,7 @@ class RankGPT(pt.Transformer):
                 f"max_doc_tokens={self.max_doc_tokens}, context_tokens={self.context_tokens}{tokenizer})")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=["qid", "query", "docno", self.text_field], context=self)
+        input_frame(inp, ["qid", "query", "docno", self.text_field], self)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
         best_first = first_stage_order(inp)
@@ -95,26 +98,45 @@ class RankGPT(pt.Transformer):
                 raise ValueError(f"{self!r}: qid {qid!r} has rows with different query texts "
                                  f"({sorted({queries[i] for i in rows})[:2]}); one query per qid")
             queries_rows.append((queries[rows[0]], rows))
-        scores = np.zeros(len(inp))
+        scores, unread = np.zeros(len(inp)), []
         with ThreadPoolExecutor(self.threads) as pool:  # the windows of a query run in turn, queries side by side
-            orders = pool.map(lambda item: self.rerank(item[0], [texts[i] for i in item[1]]), queries_rows)
-            for (_, rows), order in pt.tqdm(zip(queries_rows, orders), total=len(queries_rows), desc="RankGPT",
-                                            unit="query", disable=not self.verbose):
+            results = pool.map(lambda item: self._rerank(item[0], [texts[i] for i in item[1]]), queries_rows)
+            for (_, rows), (order, no_ids, windows) in pt.tqdm(
+                    zip(queries_rows, results), total=len(queries_rows), desc="RankGPT", unit="query",
+                    disable=not self.verbose):
                 scores[rows[order]] = np.arange(len(rows), 0, -1, dtype=np.float64)
+                unread.append((no_ids, windows))
+        self._warn_unread(unread)
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
     def rerank(self, query: str, texts: list[str]) -> np.ndarray:
         """The new order of ``texts`` (given best first): RankGPT's sliding window over the top ``top_k``."""
+        return self._rerank(query, texts)[0]
+
+    def _rerank(self, query: str, texts: list[str]) -> tuple[np.ndarray, list[str], int]:
+        """(the new order, the answers that named no passage, the number of windows)."""
         order = list(range(len(texts)))
         ends = [self.budget.ends(t) for t in texts[:self.top_k]]
-        for start, end in window_ranges(len(ends), self.window, self.step):
+        no_ids, windows = [], window_ranges(len(ends), self.window, self.step)
+        for start, end in windows:
             ids = order[start:end]
-            messages = self.messages(query, [texts[i] for i in ids], [ends[i] for i in ids])
-            permutation, clean = parse_permutation(self.calls(messages), len(ids))
+            answer = self.calls(self.messages(query, [texts[i] for i in ids], [ends[i] for i in ids]))
+            permutation, clean = parse_permutation(answer, len(ids))
             self.calls.count(repaired_answers=int(not clean))
+            if not read_ids(answer, len(ids))[0]:
+                no_ids.append(answer)
             order[start:end] = [ids[j] for j in permutation]
-        return np.array(order, dtype=int)
+        return np.array(order, dtype=int), no_ids, len(windows)
+
+    def _warn_unread(self, unread: list[tuple[list[str], int]]) -> None:
+        """Answers that name no passage leave their windows in the first stage's order: say so."""
+        answers = [a for no_ids, _ in unread for a in no_ids]
+        if answers:
+            windows = sum(n for _, n in unread)
+            warn(f"{self!r}: {len(answers)} of {windows} answers named no passage (e.g. {answers[0][:80]!r}), so "
+                 f"{'their windows keep' if len(answers) < windows else 'every window keeps'} the first stage's "
+                 "order; usage['repaired_answers'] counts them with the other repaired answers")
 
     def messages(self, query: str, texts: list[str], ends: list[list[int]]) -> list[dict]:
         """RankGPT's prompt for one window, each document within the token budget."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._backbone import check_attention_dropout
 
-__all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names", "fit_option_defaults"]
+__all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names", "did_you_mean", "fit_option_defaults"]
 
 # fit's keyword arguments that are data or callables, not settings (they are never saved)
 DATA_OPTIONS = ("text", "valid_topics", "valid_qrels", "valid_candidates", "callback")
@@ -90,8 +90,7 @@ class TrainingArguments:
         for name in ("load_best_model_at_end", "restart"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if not isinstance(self.valid_metric, str):
-            raise ValueError(f"valid_metric must be an ir_measures name such as 'nDCG@10', got {self.valid_metric!r}")
+        _check_metric(self.valid_metric)  # here, not when validation first runs (or never, without validation)
         from .losses import make_loss
 
         make_loss(self.loss)  # an unknown loss fails here, not at the first step
@@ -136,8 +135,29 @@ def check_option_names(options: dict, where: str = "fit_options", *, data: bool 
     unknown = [name for name in options if name not in valid]
     if unknown:
         raise TypeError(f"{where}: unknown fit option{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(map(repr, unknown))}; valid options: {', '.join(valid)}")
+                        f"{', '.join(map(repr, unknown))}{did_you_mean(unknown[0], valid)}; valid options: "
+                        f"{', '.join(valid)}")
     return options
+
+
+def did_you_mean(name: str, valid) -> str:
+    """`` (did you mean 'epochs'?)`` when a valid name is close to ``name`` (a typo or a singular), else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_metric(name) -> None:
+    import ir_measures
+
+    try:
+        if not isinstance(name, str):
+            raise TypeError(f"not a string but {type(name).__name__}")
+        ir_measures.parse_measure(name)
+    except Exception as error:  # noqa: BLE001 - ir_measures raises NameError and others for unknown names
+        raise ValueError(f"valid_metric {name!r} is not an ir_measures measure ({error}); use a name such as "
+                         "'nDCG@10', 'RR@10', 'AP' or 'P@10'") from None
 
 
 def _is_number(value) -> bool:

@@ -29,6 +29,7 @@ from .._files import check_safetensors, file_sha256
 from .._text import without_lone_surrogates
 from .scorer import Scorer
 
+ARTIFACT_META = "pt_meta.json"
 STATE_TENSORS = "training_state.safetensors"
 STATE_JSON = "trainer_state.json"
 PREFIX = "step-"
@@ -62,6 +63,8 @@ def save_checkpoint(directory: Path, step: int, reranker: Scorer, optimizer: tor
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if (final / ARTIFACT_META).is_file():  # pt.Artifact.load(directory) loads the latest, as from_pretrained does
+        shutil.copyfile(final / ARTIFACT_META, directory / ARTIFACT_META)
     for older in checkpoints(directory)[:-keep]:
         shutil.rmtree(older, ignore_errors=True)
     return final

@@ -9,6 +9,7 @@ import pandas as pd
 from .._backbone import training_attention_dropout
 from .._lora import redraw_fresh_lora
 from .._frames import column_texts, require_frame
+from .._warn import warn
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
 from .sampling import (Named, as_frame, checked_qrels, checked_topics, sampled_docnos, split_validation,
@@ -207,8 +208,6 @@ def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lo
                     context) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None:
     """(topics, qrels, candidates with query and text) for validation, checked before training;
     None without validation."""
-    import ir_measures
-
     given = {"valid_topics": topics, "valid_qrels": qrels, "valid_candidates": candidates}
     missing = [name for name, value in given.items() if value is None]
     if len(missing) == len(given):
@@ -216,16 +215,12 @@ def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lo
     if missing:
         raise ValueError(f"validation needs valid_topics, valid_qrels and valid_candidates; {', '.join(missing)} "
                          f"{'is' if len(missing) == 1 else 'are'} missing")
-    try:
-        ir_measures.parse_measure(metric)
-    except Exception as error:  # noqa: BLE001 - ir_measures raises NameError and others for unknown names
-        raise ValueError(f"valid_metric {metric!r} is not an ir_measures measure ({error}); use a name such as "
-                         "'nDCG@10', 'RR@10', 'AP' or 'P@10'") from None
     topics = checked_topics(topics, "valid_topics", context)
     qrels = checked_qrels(qrels, "valid_qrels")
     frame = require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates", ["qid", "docno"])
     # only the validation topics' candidates: the same frame often holds the training queries' too
     frame = frame[frame["qid"].astype(str).isin(set(topics["qid"].astype(str)))].reset_index(drop=True)
+    topics = _topics_with_candidates(topics, frame, metric)
     valid_context = Named(f"{context!r} valid_candidates")
     field = reranker.text_field
     if field not in frame.columns:
@@ -236,3 +231,23 @@ def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lo
     frame = frame.assign(query=column_texts(frame, "query", valid_context),
                          **{field: column_texts(frame, field, valid_context)})
     return topics, qrels, frame
+
+
+def _topics_with_candidates(topics: pd.DataFrame, candidates: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The validation topics that have candidates; the others are left out with a warning naming
+    them (no model can rank them: they would count as 0 in every evaluation, the start's included,
+    and put the metric below what random orders of the candidates score)."""
+    have = set(candidates["qid"].astype(str))
+    lacking = [q for q in topics["qid"].astype(str) if q not in have]
+    if len(lacking) == len(topics):
+        raise ValueError(f"no validation topic has candidates: valid_candidates holds none of the {len(topics)} "
+                         f"validation qids (e.g. {lacking[0]!r}); check that its qids are the topics' (as strings)")
+    if lacking:
+        warn(f"{len(lacking)} of {len(topics)} validation topics have no candidates ({_few(lacking)}): they are left "
+             f"out of validation, where they would count as {metric} 0 whatever the model")
+        topics = topics[topics["qid"].astype(str).isin(have)].reset_index(drop=True)
+    return topics
+
+
+def _few(qids: list[str]) -> str:
+    return "qid " + ", ".join(map(repr, qids[:5])) + (f" and {len(qids) - 5} more" if len(qids) > 5 else "")

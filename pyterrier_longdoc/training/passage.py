@@ -114,7 +114,8 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
 
     torch.manual_seed(seed)  # the fresh head's weights
     with _quiet_loading(verbose):  # the "classifier MISSING" report: a new head is what this stage trains
-        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length, device=str(runtime.devices()[0]))
+        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length,
+                             device=str(runtime.available_devices()[0]))
     total_steps = steps or epochs * -(-len(triples) // batch_size)
     args = _trainer_arguments(runtime, output_dir, steps=steps, epochs=epochs, batch_size=batch_size, lr=lr,
                               warmup_steps=int(warmup * total_steps), seed=seed, total_steps=total_steps,

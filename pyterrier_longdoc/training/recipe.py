@@ -56,6 +56,8 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
                                passage_options: dict | None = None, args: TrainingArguments | None = None,
                                model_options: dict | None = None, seed: int = 42, dtype: str | None = None):
     """Train ``model_class`` (e.g. ``MaxP``) from ``backbone`` on documents; returns ``(model, report)``.
+    The trained model is saved in ``output_dir`` (the passage stage in ``output_dir/passage-stage``),
+    so ``from_pretrained(output_dir)`` and ``pt.Artifact.load(output_dir)`` load it.
 
     Args:
         backbone: an encoder or sentence-transformers model (``pyterrier_longdoc.packaged.packaged_minilm()``
@@ -94,14 +96,25 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                    "triples": len(passages), **_passage_losses(warm_start)}
     started, cpu = time.time(), time.process_time()
-    model = model_class(warm_start, **{**({"dtype": dtype} if dtype else {}), **(model_options or {})})
+    options = {**({"dtype": dtype} if dtype else {}), **(model_options or {})}
+    model = model_class(warm_start, **options)
     if recipe_args and not attention_dropout_sites(model.model):
         args = args.replace(attention_dropout=None)  # an encoder the library cannot switch keeps its own
     history = model.fit(topics, qrels, candidates, args=args, text=text)
     report["document stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                 "steps": int(history["step"].max()), "attention_dropout": args.attention_dropout,
                                 **history.attrs.get("selection", {})}
-    return model, report
+    return _saved(model, model_class, output_dir, options), report
+
+
+def _saved(model, model_class, output_dir: Path, options: dict):
+    """The trained model saved in ``output_dir`` (from_pretrained and pt.Artifact.load read it there),
+    loaded back from it: its repr and artifact path name that folder, not the passage stage."""
+    model.save_pretrained(output_dir)
+    saved = model_class(str(output_dir), **options)
+    saved.history, saved.training_data, saved.training_options = (model.history, model.training_data,
+                                                                  model.training_options)
+    return saved
 
 
 def _passage_losses(folder: str) -> dict:

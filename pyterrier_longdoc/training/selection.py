@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 BEST_DIR = "best"
+PAPERS_LR = (1e-5, 3e-5)  # the encoder rates of PARADE's and Boytsov et al.'s training
 
 
 class Selection:
@@ -87,16 +88,16 @@ class Selection:
         return {"metric": self.metric, "start": self.start, "best": self.best, "best_step": self.best_step,
                 "last": self.last, "stopped_early": self.stopped_early}
 
-    def warn_if_below_start(self, restored: bool, stacklevel: int = 4) -> None:
-        """The warning a run that ended below its start on validation gives."""
+    def warn_if_below_start(self, restored: bool, lr: float | None = None, stacklevel: int = 4) -> None:
+        """The warning a run that ended below its start on validation gives; it advises a lower
+        encoder rate only when ``lr`` is above the papers' range."""
         if self.start is None or self.last is None or self.last >= self.start:
             return
         ended = f"training ended below its start on validation ({self.metric} {self.last:.4f} at the last " \
                 f"evaluation, {self.start:.4f} before training)"
         if restored:
             which = "the starting weights" if self.best_step == 0 else f"the weights of step {self.best_step}"
-            warnings.warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. A lower rate may train "
-                          "better: TrainingArguments(lr=...) (the papers use 1e-5 to 3e-5 for the encoder).",
+            warnings.warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. {_advice(lr)}",
                           TrainingBelowStartWarning, stacklevel=stacklevel)
         else:
             warnings.warn(f"{ended}; the last weights were kept (load_best_model_at_end=False)",
@@ -114,6 +115,16 @@ class Selection:
                       "queries are too few to tell: hold out more (TrainingArguments(valid_fraction=...), or more "
                       "valid_topics).",
                       ChanceLevelWarning, stacklevel=stacklevel)
+
+
+def _advice(lr: float | None) -> str:
+    if lr is None or lr > PAPERS_LR[1]:
+        return (f"A lower rate may train better: TrainingArguments(lr=...) (the papers use {PAPERS_LR[0]:g} to "
+                f"{PAPERS_LR[1]:g} for the encoder{'' if lr is None else f'; this run used {lr:g}'}).")
+    # already in the papers' range: a lower rate is not the likely cure
+    return (f"Its lr ({lr:g}) is already in the papers' range ({PAPERS_LR[0]:g} to {PAPERS_LR[1]:g}): more "
+            "training queries, more validation queries (a few make the metric noisy) or a better starting "
+            "model (a passage stage) are more likely to help.")
 
 
 class TrainingBelowStartWarning(UserWarning):
