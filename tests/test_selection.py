@@ -181,7 +181,7 @@ def test_training_arguments_check_every_setting():
 
 
 def test_the_chance_level_is_what_random_orders_of_the_candidates_score():
-    from pyterrier_longdoc.training.fit import chance_level
+    from pyterrier_longdoc.training.fit_loop import chance_level
 
     topics, qrels, candidates = toy_task(n_queries=8, docs_per_query=4)  # one relevant among 4
     mean, p95 = chance_level(topics, qrels, candidates, "RR@10", seed=0)
@@ -191,7 +191,7 @@ def test_the_chance_level_is_what_random_orders_of_the_candidates_score():
 
 def test_a_run_no_better_than_a_random_order_warns(tiny_bert, monkeypatch):
     """A model that learned nothing (here: every evaluation scores a random order's RR) is named."""
-    fit_module = __import__("pyterrier_longdoc.training.fit", fromlist=["evaluate"])
+    fit_module = __import__("pyterrier_longdoc.training.fit_loop", fromlist=["evaluate"])
     monkeypatch.setattr(fit_module, "evaluate", lambda *args, **kwargs: 0.25)
     topics, qrels, candidates = toy_task()
     with pytest.warns(ChanceLevelWarning, match=r"no better than a random order \(RR@10 0.2500; random orders"):

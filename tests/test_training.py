@@ -196,7 +196,7 @@ class _InfiniteGradient(torch.autograd.Function):
 
 
 def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_bert):
-    from pyterrier_longdoc.training.fit import grad_scaler
+    from pyterrier_longdoc.training.fit_loop import grad_scaler
 
     assert isinstance(grad_scaler(new_model(tiny_bert, dtype="fp16")), torch.amp.GradScaler)
     with warnings.catch_warnings():

@@ -2,7 +2,7 @@
 from .best import BestResult, as_maxp, fit_best, segment_documents
 from .debias import PositionDebias, debias_positions, move_passage
 from .arguments import TrainingArguments
-from .fit import fit
+from .fit_loop import fit
 from .losses import ListwiseSoftmaxLoss, MarginLoss
 from .passage import passage_triples, train_passage_ranker
 from .recipe import document_passage_triples, train_long_document_ranker

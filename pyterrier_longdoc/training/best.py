@@ -27,7 +27,7 @@ from .._build import InMemory, build_model
 from .._chunking import window_starts
 from .._registry import model_class
 from .._text import text_offsets, without_lone_surrogates
-from .fit import evaluate, fit, validation_data
+from .fit_loop import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
 from .scorer import Scorer
 
