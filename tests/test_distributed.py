@@ -156,7 +156,7 @@ def frame(n=24):
 def test_several_devices_give_the_same_scores(tiny_bert):
     model = new_model(tiny_bert)
     expected = model(frame())["score"].values
-    model.devices = [torch.device("cpu"), torch.device("cpu")]  # CPU stand-ins for two GPUs
+    model.runtime.device = ["cpu", "cpu"]  # CPU stand-ins for two GPUs
     model.batch_size = 3
     np.testing.assert_allclose(model(frame())["score"].values, expected, atol=1e-6)
     # the copies follow the weights: after a change, they are rebuilt
