@@ -10,7 +10,8 @@ __all__ = [
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
     "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
     "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
-    "multi_seed_experiment", "per_query_values", "mean_interval", "queries_needed", "query_controls", "reads_the_query", "load_collection", "LongDocCollection", "Collection", "TextLoader",
+    "multi_seed_experiment", "per_query_values", "mean_interval", "queries_needed", "query_controls", "reads_the_query",
+    "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]
 
 

@@ -8,7 +8,7 @@ back-off, regrouped per document), and the aggregator compares the embeddings.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

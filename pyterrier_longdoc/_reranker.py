@@ -20,12 +20,12 @@ import torch
 from ._backbone import resolve_checkpoint, set_attention
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from ._config import ModelConfig
+from ._frames import column_texts, row_label
 from ._hub import Publishing
 from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
-from ._frames import column_texts, row_label
 from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring
@@ -146,7 +146,7 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
-                   **runtime) -> "LongDocReranker":
+                   **runtime) -> LongDocReranker:
         """A reranker around a model built in memory (``LongDocModel``, e.g. another model's
         encoder with a new head) and its ``ModelConfig``; ``runtime`` are the runtime options."""
         cls = model_class(config.model) if cls.name is None else cls
@@ -257,7 +257,7 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         return cls.Settings.from_dict(settings, owner=cls.__name__)
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> "LongDocReranker":
+    def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
         """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc).
 
         On the base class, the saved model's own class is used; a ``fit`` checkpoint folder loads

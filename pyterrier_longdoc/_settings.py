@@ -61,7 +61,7 @@ class ModelSettings:
         """The settings as ``config.json`` holds them."""
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def replace(self, **changes) -> "ModelSettings":
+    def replace(self, **changes) -> ModelSettings:
         """A new instance with ``changes``, through the same checks; an unknown name is a TypeError."""
         check_names(type(self), changes)
         return dataclasses.replace(self, **changes)
@@ -77,7 +77,7 @@ class ModelSettings:
         return cls().to_dict()
 
     @classmethod
-    def from_dict(cls, settings: dict, owner: str | None = None) -> "ModelSettings":
+    def from_dict(cls, settings: dict, owner: str | None = None) -> ModelSettings:
         """Settings from a dict (given, or read from ``config.json``); an unknown name is a TypeError
         naming ``owner`` (the model class)."""
         check_names(cls, settings, owner)

@@ -12,10 +12,10 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-import pyterrier_longdoc as pl
 from helpers import TOY_SETTINGS, interrupted_and_resumed, toy_task, weights
 from helpers import new_model as task_model  # this module has a new_model of its own
+
+import pyterrier_longdoc as pl
 
 # 7 queries, 3 a step: rank 0 takes 2 queries and rank 1 one, and each epoch's last step has a
 # single query, which leaves rank 1 none

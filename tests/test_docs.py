@@ -37,7 +37,7 @@ class Links(HTMLParser):
                 self.links.append(attrs[name])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parsed(path: Path) -> Links:
     """A page's links and ids (parsed once: a page is the target of many links)."""
     links = Links()

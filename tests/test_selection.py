@@ -4,13 +4,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import TrainingArguments
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
 from pyterrier_longdoc.training.sampling import split_validation
 from pyterrier_longdoc.training.selection import ChanceLevelWarning, TrainingBelowStartWarning
-from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 VALID = dict(valid_metric="RR@10")
 

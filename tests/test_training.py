@@ -4,14 +4,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import pyterrier as pt
-from pyterrier.measures import RR
 import pytest
 import torch
+from helpers import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
+from pyterrier.measures import RR
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import ListwiseSoftmaxLoss, MarginLoss
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
-from helpers import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
 
 
 @pytest.mark.parametrize("cls", [pl.SumP, pl.ParadeAttn, pl.ParadeAvg])

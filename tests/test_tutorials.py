@@ -16,8 +16,8 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 
-import notebook_runner
-from notebook_runner import TUTORIALS, solution_cells
+import notebook_runner  # noqa: E402 - after the skip without nbformat
+from notebook_runner import TUTORIALS, solution_cells  # noqa: E402
 
 EXECUTED = sorted(notebook_runner.EXECUTED)
 WARM_STARTED = sorted(notebook_runner.WARM_STARTED)
