@@ -16,14 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ._backbone import (
-    encoder_max_length,
-    load_pretrained,
-    load_tokenizer,
-    model_from_config,
-    refuse_pickle,
-    resolve_checkpoint,
-)
+from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
+                        resolve_checkpoint)
 from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel

@@ -11,16 +11,8 @@ import pyterrier as pt
 from .._frames import column_texts
 from .backends import ChatBackend
 from .calls import ChatCalls
-from .prompt import (
-    ANSWER_RESERVE,
-    MESSAGE_OVERHEAD,
-    TokenBudget,
-    fitting_budget,
-    parse_permutation,
-    passage,
-    rankgpt_messages,
-    window_ranges,
-)
+from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,
+                     rankgpt_messages, window_ranges)
 
 
 class RankGPT(pt.Transformer):

@@ -4,17 +4,8 @@ from .cedr import CedrDrmm, CedrKnrm, CedrPacrr
 from .llm import LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP
 from .longp import LongP
 from .model1 import NeuralModel1
-from .parade import (
-                     AvgP,
-                     ParadeAttn,
-                     ParadeAvg,
-                     ParadeCNN,
-                     ParadeMax,
-                     ParadeSum,
-                     ParadeTransformer,
-                     ParadeTransformerPretrained,
-                     ParadeTransformerQ,
-)
+from .parade import (AvgP, ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
+                     ParadeTransformerPretrained, ParadeTransformerQ)
 from .score import FirstP, KMaxAvgP, MaxP, SumP
 
 __all__ = ["FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP", "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn",

@@ -60,7 +60,9 @@ class ParadeTransformerSettings(ParadeSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        positive_int(self, "layers", optional=True)
+        if self.layers is not None and (not isinstance(self.layers, int) or isinstance(self.layers, bool)
+                                        or self.layers < 0):  # 0: a linear head on the prepended vector
+            raise ValueError(f"{type(self).__name__}: layers must be an integer >= 0 or None, got {self.layers!r}")
         positive_int(self, "heads")
         one_of(self, "init", ("random", "pretrained"))
         flag(self, "query_tokens")

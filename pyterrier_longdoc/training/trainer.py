@@ -16,15 +16,8 @@ import torch
 from .arguments import TrainingArguments
 from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint
 from .checkpoints import checkpoints as list_checkpoints
-from .distributed import (
-    barrier,
-    broadcast_value,
-    distributed_setup,
-    micro_batches,
-    rng_states,
-    scoring_module,
-    sum_across_processes,
-)
+from .distributed import (barrier, broadcast_value, distributed_setup, micro_batches, rng_states, scoring_module,
+                          sum_across_processes)
 from .losses import make_loss
 from .sampling import sample_epoch
 from .scorer import Scorer
