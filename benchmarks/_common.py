@@ -17,9 +17,9 @@ import random
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -257,7 +257,7 @@ class Stats:
     def padding(self) -> float:
         return 1 - self.real_tokens / self.padded_tokens if self.padded_tokens else 0.0
 
-    def copy(self) -> "Stats":
+    def copy(self) -> Stats:
         return Stats(**{f.name: getattr(self, f.name) for f in fields(self)})
 
     def count(self, attention_mask, config, positions: int | None = None) -> None:

@@ -21,8 +21,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import (finish_run, interleaved, median, minilm_path, run_header, set_threads,  # noqa: E402
-                     silence_loading, table, write_tiny_bert)
+from _common import (  # noqa: E402
+    finish_run,
+    interleaved,
+    median,
+    minilm_path,
+    run_header,
+    set_threads,
+    silence_loading,
+    table,
+    write_tiny_bert,
+)
 
 SHAPES = ((8, 512), (16, 256))
 
@@ -52,7 +61,7 @@ def measure(folder: str, shapes, reps: int) -> list[dict]:
         batch = torch.randint(1000, 2000, (batch_size, tokens))
         step = training_step(model, batch)
 
-        def without():
+        def without(model=model, step=step):
             with training_attention_dropout(model, 0.0):
                 step()
         step(), without()  # warm-up

@@ -1,6 +1,6 @@
 """Bi-encoder rankers zero-shot on the dictionaries' FarRelevant collections: FirstP vs MaxP, near and far.
 
-    python benchmarks/biencoder_zero_shot.py                          # GCIDE, FOLDOC and WordNet, 50 near + 50 far test queries each
+    python benchmarks/biencoder_zero_shot.py      # GCIDE, FOLDOC and WordNet, 50 near + 50 far test queries each
     python benchmarks/biencoder_zero_shot.py --collections foldoc     # one collection
     python benchmarks/biencoder_zero_shot.py --quick --results /tmp/x # 6 + 6 queries per collection: a smoke run
 

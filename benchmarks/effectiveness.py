@@ -87,8 +87,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np
-import pandas as pd
+import numpy as np  # noqa: E402 - after the environment above
+import pandas as pd  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -781,7 +781,8 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
             if not (stage.startswith("passage stage") and stage in minutes):  # shared: counted once
                 minutes.setdefault(stage, []).extend(values)
     result = collection_result(scores, validation, minutes, parts[0]["description"])
-    write_result(results_dir / results_stem(parts[0]["description"]), result, sum(p["wall_minutes"] for p in parts), parts[0]["dtype"],
+    write_result(results_dir / results_stem(parts[0]["description"]), result, sum(p["wall_minutes"] for p in parts),
+                 parts[0]["dtype"],
                  sorted(seeds), report_markdown(result), parts)
     print(report_markdown(result))
     return exit_status(result["targets"], quick)

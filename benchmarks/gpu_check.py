@@ -87,8 +87,8 @@ def check(name: str, build, frame, reference, reps: int) -> dict:
     half, full = build("bf16"), build("fp32")
     row = {"model": name, "documents": len(frame)}
     for label, model in (("bf16", half), ("fp32", full)):
-        scores, memory = peak_memory(lambda: C.score_fresh(model, frame))  # also the warm-up
-        times = C.interleaved({label: lambda: C.score_fresh(model, frame)}, reps)[label]
+        scores, memory = peak_memory(lambda model=model: C.score_fresh(model, frame))  # also the warm-up
+        times = C.interleaved({label: lambda model=model: C.score_fresh(model, frame)}, reps)[label]
         row[f"{label}_scores"], row[f"{label}_docs_per_s"] = scores, len(frame) / C.median(times)
         row[f"{label}_peak_mb"] = memory
         row[f"{label}_weights"] = str(next(model.model.encoder.parameters()).dtype).removeprefix("torch.")

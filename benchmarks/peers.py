@@ -13,8 +13,8 @@ quantisation of the MatMuls as well), and OpenVINO reading the ONNX file. Batche
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

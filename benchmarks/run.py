@@ -46,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
+
 from pyterrier_longdoc._fast_paths import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: E402
 
 GPU_DOCUMENTS = 8  # times the CPU's documents per query on a GPU
@@ -132,6 +133,7 @@ def main(argv=None) -> int:
 
     import numpy as np
     import torch
+
     from pyterrier_longdoc import FirstP, MaxP
 
     bs = args.batch_size
@@ -426,6 +428,7 @@ def breakdown_table(stats: dict, rec) -> str:
 def aggregator_rows(maxp, path, frame, bs, reps, details) -> list:
     """Row 4: every other registered model, on MaxP's windows, against MaxP, interleaved."""
     import torch
+
     from pyterrier_longdoc import registered_models
 
     windows = {k: getattr(maxp.model.chunking, k) for k in ("window", "stride", "max_doc_tokens", "max_chunks")}

@@ -102,7 +102,7 @@ def measure(name: str, work: Path, quick: bool) -> dict:
     candidates = bm25 % 4 >> collection.text
     runs, seconds = {"BM25": (bm25 % 4)(test.topics)}, {}
     for model_name, model in (("FirstP", FirstP(warm_start)), ("MaxP", MaxP(warm_start, **WINDOWS))):
-        runs[model_name], stats = measured(lambda: (candidates >> model)(test.topics))
+        runs[model_name], stats = measured(lambda model=model: (candidates >> model)(test.topics))
         seconds[f"{model_name} scoring s"] = stats.wall
     valid = train.topics.groupby("position").head(1 if quick else 5)
     model = MaxP(warm_start, **WINDOWS)

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 import _common as C
+import numpy as np
 
 
 def write_small_llama(path: Path, *, hidden: int = 256, layers: int = 4, seed: int = 0) -> str:

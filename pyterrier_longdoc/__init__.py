@@ -1,6 +1,17 @@
 """Long-document neural re-ranking for PyTerrier."""
+from typing import TYPE_CHECKING
+
 from . import _kernel_caches  # noqa: F401 (caps oneDNN's kernel caches before torch first runs oneDNN)
 from ._version import __version__
+
+if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and IDEs
+    from ._public import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr,
+                          Collection, FirstP, KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongDoc,
+                          LongDocCollection, LongDocReranker, LongP, MaxP, NeuralModel1, ParadeAttn, ParadeAvg,
+                          ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
+                          ParadeTransformerQ, RankGPT, SumP, TextLoader, UntrainedHeadWarning, load_collection,
+                          mean_interval, model_class, multi_seed_experiment, per_query_values, queries_needed,
+                          query_controls, reads_the_query, registered_models)
 
 __all__ = [
     "__version__", "LongDocReranker", "UntrainedHeadWarning", "model_class", "registered_models",
@@ -10,7 +21,8 @@ __all__ = [
     "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP", "LongDoc",
     "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
     "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
-    "multi_seed_experiment", "per_query_values", "mean_interval", "queries_needed", "query_controls", "reads_the_query", "load_collection", "LongDocCollection", "Collection", "TextLoader",
+    "multi_seed_experiment", "per_query_values", "mean_interval", "queries_needed", "query_controls", "reads_the_query",
+    "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]
 
 

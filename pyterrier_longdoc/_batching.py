@@ -6,8 +6,8 @@ batch pads only to the longest of similar lengths; results are scattered back by
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -29,7 +29,7 @@ class ChunkPlan:
 
     @classmethod
     def build(cls, query_ids: Sequence[np.ndarray], doc_ids: Sequence[np.ndarray],
-              chunking: Chunking, layout: SpecialLayout) -> "ChunkPlan":
+              chunking: Chunking, layout: SpecialLayout) -> ChunkPlan:
         doc, position, start, end, lengths = [], [], [], [], []
         n_chunks = np.zeros(len(doc_ids), dtype=np.int64)
         for i, (q, d) in enumerate(zip(query_ids, doc_ids)):
@@ -62,20 +62,20 @@ class ChunkBatch:
     def __len__(self) -> int:
         return len(self.index)
 
-    def to(self, device) -> "ChunkBatch":
+    def to(self, device) -> ChunkBatch:
         return ChunkBatch(self.index, *(t.to(device) for t in (self.input_ids, self.attention_mask,
                                                                  self.token_type_ids, self.query_mask, self.doc_mask)))
 
-    def split(self) -> tuple["ChunkBatch", "ChunkBatch"]:
+    def split(self) -> tuple[ChunkBatch, ChunkBatch]:
         half = len(self) // 2
         return self.select(slice(0, half)), self.select(slice(half, len(self)))
 
-    def select(self, rows: slice) -> "ChunkBatch":
+    def select(self, rows: slice) -> ChunkBatch:
         """The sequences ``rows`` of this batch, without the padding they do not need."""
         tensors = (self.input_ids, self.attention_mask, self.token_type_ids, self.query_mask, self.doc_mask)
         return ChunkBatch(self.index[rows], *(t[rows] for t in tensors)).trim()
 
-    def trim(self) -> "ChunkBatch":
+    def trim(self) -> ChunkBatch:
         """Drop padding columns no sequence of this batch needs."""
         width = int(self.attention_mask.sum(1).max())
         return ChunkBatch(self.index, *(t[:, :width] for t in (self.input_ids, self.attention_mask,
@@ -157,7 +157,7 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 # The largest batch that fitted, per ``run`` callable: the scoring loop makes one callable per
 # call, so a size learned on one batch holds for the rest of that call (and is forgotten with it).
-_FITTED: "weakref.WeakKeyDictionary[Callable, int]" = weakref.WeakKeyDictionary()
+_FITTED: weakref.WeakKeyDictionary[Callable, int] = weakref.WeakKeyDictionary()
 
 
 def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:

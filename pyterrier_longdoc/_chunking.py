@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class SpecialLayout:
 
     @classmethod
     def from_tokenizer(cls, tokenizer, query_prefix: str = "", doc_prefix: str = "",
-                       eos: bool = False) -> "SpecialLayout":
+                       eos: bool = False) -> SpecialLayout:
         """The tokenizer's pair layout, with the ids of ``query_prefix`` after its prefix and of
         ``doc_prefix`` after its middle (see :func:`text_encoder` for the space that ends them),
         and with ``eos`` its EOS token at the end (as RankLLaMA appends it), unless it ends so."""
@@ -62,7 +62,7 @@ class SpecialLayout:
                    layout.middle + _prefix_ids(tokenizer, doc_prefix), suffix, layout.query_type, layout.doc_type)
 
     @classmethod
-    def single(cls, tokenizer, prefix: str = "") -> "SpecialLayout":
+    def single(cls, tokenizer, prefix: str = "") -> SpecialLayout:
         """The layout of one text alone (``[CLS] text [SEP]``; a bi-encoder's query or window),
         with the ids of ``prefix`` before it: the text takes the document's place, after an
         empty query and middle."""
@@ -74,7 +74,7 @@ class SpecialLayout:
         return cls(tuple(ids[:i]) + _prefix_ids(tokenizer, prefix), (), tuple(ids[i + len(a):]), 0, 0)
 
     @classmethod
-    def _pair_layout(cls, tokenizer) -> "SpecialLayout":
+    def _pair_layout(cls, tokenizer) -> SpecialLayout:
         # Encode a known pair and find the two texts in it: works for BERT ([CLS] a [SEP] b [SEP]),
         # RoBERTa (<s> a </s></s> b </s>), Llama (<s> a <s> b) and others, without tokenizer-specific code.
         a = tokenizer("a", add_special_tokens=False)["input_ids"]
@@ -330,8 +330,8 @@ def _prefix(text: str, n_chars: int) -> str:
         return text
     # cut at the last white space inside the prefix, so no word is split by the cut
     head = text[:n_chars]
-    match = None
-    for match in _WHITESPACE.finditer(head, max(0, n_chars - 1000)):
+    last = None
+    for last in _WHITESPACE.finditer(head, max(0, n_chars - 1000)):  # noqa: B007 - the last white space is wanted
         pass
-    return head[:match.start()] if match else head
+    return head[:last.start()] if last else head
 

@@ -57,7 +57,7 @@ class ModelConfig:
         return {**self.encoder, CONFIG_KEY: ours}
 
     @classmethod
-    def from_dict(cls, config: dict, where: str = "config.json") -> "ModelConfig":
+    def from_dict(cls, config: dict, where: str = "config.json") -> ModelConfig:
         if _LEGACY_KEY in config and CONFIG_KEY not in config:  # version 0.1
             missing = [k for k in ("model", "settings", "encoder") if k not in config]
             if missing:
@@ -77,7 +77,7 @@ class ModelConfig:
         (Path(folder) / CONFIG_NAME).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def read(cls, folder: Path) -> "ModelConfig | None":
+    def read(cls, folder: Path) -> ModelConfig | None:
         """The config of a saved pyterrier_longdoc folder; None when the folder holds something else."""
         config_file = Path(folder) / CONFIG_NAME
         if not config_file.is_file():
@@ -102,7 +102,7 @@ class ModelConfig:
         if saved is None:
             warnings.warn(f"{where}: its config.json gives the pyterrier_longdoc version {self.version!r}, which is "
                           f"not a version number (such as {__version__!r}); it is loaded as this version "
-                          f"{__version__} saves models, which may not be how it was saved.")
+                          f"{__version__} saves models, which may not be how it was saved.", stacklevel=2)
         elif saved > Version(__version__):
             warnings.warn(f"{where} was saved by pyterrier_longdoc {self.version}, newer than this "
-                          f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.")
+                          f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.", stacklevel=2)

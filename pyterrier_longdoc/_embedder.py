@@ -10,8 +10,8 @@ sentence-transformers gives such a model), cosine similarity, no prefixes.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
-from typing import Collection
 
 #: sentence-transformers' pooling modes and ours (heads.POOLINGS)
 _POOLINGS = {"cls": "cls", "cls_token": "cls", "mean": "mean", "mean_tokens": "mean", "lasttoken": "last"}

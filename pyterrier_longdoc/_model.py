@@ -9,9 +9,9 @@ import copy
 import os
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -19,8 +19,8 @@ from torch import nn
 
 from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout, Tokenization
-from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._config import WEIGHTS_NAME, ModelConfig
+from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._files import file_sha256
 from ._runtime import Runtime
 from ._weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
@@ -150,7 +150,7 @@ class LongDocModel(ObservedStages, nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def replica(self, device) -> "LongDocModel":
+    def replica(self, device) -> LongDocModel:
         """A copy for inference on ``device``; it shares the tokenizer and its cache."""
         memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization, self.runtime)}
         return copy.deepcopy(self, memo).to(device).eval()

@@ -9,7 +9,7 @@ CrossEncoder's numbers.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd

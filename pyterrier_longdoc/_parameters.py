@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ._chunking import Chunking
 from ._registry import CHUNKING_SETTINGS
+from ._settings import ModelSettings
 
 RUNTIME_OPTIONS = ("batch_size", "text_field", "verbose", "warn_cropping")
 
@@ -14,9 +14,9 @@ RUNTIME_OPTIONS = ("batch_size", "text_field", "verbose", "warn_cropping")
 class Parameters:
     """Chunking settings (saved with the model) and runtime options, by name.
 
-    Chunking settings are checked together when the model next reads a document: ``pt.GridSearch``
-    sets one parameter at a time, so ``window=20`` may come before the ``stride=10`` that goes
-    with it.
+    A change goes through the model's ``Settings`` at once; ``pt.GridSearch`` sets one parameter at a
+    time, so ``window=20`` may come before the ``stride=10`` that goes with it: such a value waits
+    for its partner and is checked with it when the model next reads a document.
     """
 
     def tunable_parameters(self) -> tuple[str, ...]:
@@ -30,7 +30,7 @@ class Parameters:
         """A chunking setting (``window``, ``stride``, ``max_doc_tokens``, ...) or a runtime
         option (``batch_size``, ``text_field``, ``verbose``, ``warn_cropping``)."""
         if name in CHUNKING_SETTINGS:
-            return self._unsettled().get(name, getattr(self.model.chunking, name))
+            return self._unsettled().get(name, getattr(self.typed_settings, name))
         if name in RUNTIME_OPTIONS:
             return getattr(self.runtime, name)
         raise ValueError(f"{type(self).__name__} has no parameter {name!r}; parameters: "
@@ -38,10 +38,12 @@ class Parameters:
 
     def set_parameter(self, name: str, value) -> None:
         """Change one parameter in place (as ``pt.GridSearch`` does); a chunking setting is saved
-        with the model by ``save_pretrained``. A value is checked at once; a combination (e.g.
-        ``stride`` no larger than ``window``) when the model next reads a document: a frame then
-        gets a warning naming it and a run that scores no document, so that a grid search finishes
-        with a valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit`` and
+        with the model by ``save_pretrained`` and shown by ``repr`` at once. The new settings go
+        through the checks of the model's ``Settings``; a value that only a setting still to come
+        makes valid (``window=20`` before ``stride=10``) waits for it, checked on its own now and
+        with the others when the model next reads a document: a frame then gets a warning naming
+        the combination and a run that scores no document, so that a grid search finishes with a
+        valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit`` and
         ``save_pretrained`` raise the error."""
         if name in RUNTIME_OPTIONS:
             setattr(self.runtime, name, value)  # checked by the runtime, as the constructor checks it
@@ -51,8 +53,15 @@ class Parameters:
         if name == "max_query_tokens" and hasattr(self.model.aggregator, "query_length"):
             raise ValueError(f"{type(self).__name__}'s head was built for max_query_tokens="
                              f"{self.model.chunking.max_query_tokens}: its weights depend on it, so it cannot change")
-        Chunking(**{name: value})  # the value on its own
-        self._unsettled()[name] = value
+        ModelSettings(**{name: value})  # the value on its own
+        waiting = self._unsettled()
+        waiting[name] = value
+        try:
+            self._replace_settings(**waiting)
+        except ValueError:
+            return  # a combination that the next set_parameter may complete
+        waiting.clear()
+        self._settings_changed = True
 
     def parameter_problem(self) -> str | None:
         """Why the chunking settings ``set_parameter`` changed do not work together, or None
@@ -67,15 +76,20 @@ class Parameters:
         """Applies the chunking settings ``set_parameter`` changed; an error names a combination
         that does not work."""
         changed = self._unsettled()
-        if not changed:
+        if not changed and not self.__dict__.get("_settings_changed"):
             return
         try:
-            chunking = dataclasses.replace(self.model.chunking, **changed)
+            if changed:
+                self._replace_settings(**changed)
+            current = self.typed_settings
+            chunking = dataclasses.replace(self.model.chunking, **{
+                k: getattr(current, k) for k in CHUNKING_SETTINGS
+                if getattr(current, k) is not None or k not in ("max_length", "max_query_tokens")})
             chunking.doc_window(self.model.layout)  # the chunks must fit the encoder
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}: the settings given to set_parameter "
                              f"({', '.join(f'{k}={v!r}' for k, v in changed.items())}) do not work together: "
                              f"{error}") from None
         self.model.chunking = chunking
-        self.config.settings.update(changed)
         changed.clear()
+        self._settings_changed = False

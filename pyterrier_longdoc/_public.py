@@ -4,6 +4,7 @@ from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, regis
 from ._version import __version__
 from .data.collection import Collection
 from .data.datasets import LongDocCollection, load_collection
+from .data.documents import TextLoader
 from .evaluation import (mean_interval, multi_seed_experiment, per_query_values, queries_needed, query_controls,
                          reads_the_query)
 from .listwise import RankGPT
@@ -11,5 +12,4 @@ from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrD
                      KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
                      ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
                      ParadeTransformerPretrained, ParadeTransformerQ, SumP)
-from .data.documents import TextLoader
 from .wrap import LongDoc

@@ -3,7 +3,7 @@ int8 with ``dtype="int8"``; rebuilt whenever the model's weights have changed.""
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -6,6 +6,8 @@ is ``_hub``; training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,16 +20,34 @@ import torch
 from ._backbone import resolve_checkpoint, set_attention
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from ._config import ModelConfig
+from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import Publishing
 from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
-from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring
+from ._settings import ModelSettings
 from .aggregators.base import Aggregator
+
+
+class _ClassOnly:
+    """A value computed from the class and seen on the class only: ``inspect.signature(MaxP)`` reads
+    the constructor's, while an instance's signature stays its ``__call__``'s; the base class has none."""
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __get__(self, instance, owner):
+        if instance is not None or owner.name is None:
+            raise AttributeError("__signature__")
+        return self.compute(owner)
+
+
+# what a model reads from its Runtime at every use; set them there (model.runtime.dtype = "bf16")
+_RUNTIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Runtime))
 
 
 def _register_models() -> None:
@@ -75,10 +95,11 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
             ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
             global random state as it was; without it they come from that global state.
-        **settings: chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
-            ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
-            encoder's own maximum) and the model's own settings; they override the class
-            defaults or the saved checkpoint.
+        **settings: the fields of the model class's ``Settings`` (its constructor signature lists
+            them with their defaults): chunking (``window``, ``stride``, ``max_query_tokens``,
+            ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None``
+            is the encoder's own maximum) and the model's own settings; they override the class
+            defaults or the saved checkpoint, and are checked before anything loads.
     """
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
@@ -87,13 +108,22 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
     crops: ClassVar[bool] = False  # True: reading only the start is the model's definition (FirstP)
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
-    defaults: ClassVar[dict[str, Any]] = {}         # user-settable, saved in config.json
+    Settings: ClassVar[type[ModelSettings]] = ModelSettings  # user-settable, checked, saved in config.json
+    defaults: ClassVar[dict[str, Any]] = ModelSettings.defaults()  # Settings' defaults, as a dict
     backbone_settings: ClassVar[tuple[str, ...]] = ()  # settings of _prepare_backbone, not of the aggregator
     engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls.defaults = cls.Settings.defaults()
         register(cls)
+
+    @_ClassOnly
+    def __signature__(cls) -> inspect.Signature:
+        # the constructor's keywords are the runtime options and the fields of Settings (``**settings``)
+        own = inspect.signature(LongDocReranker.__init__).parameters.values()  # mixins wrap it with *args
+        runtime = [p for p in own if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+        return inspect.Signature(runtime + cls.Settings.parameters())
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = Runtime.batch_size,
                  text_field: str = "text", device: str | torch.device | list | None = None,
@@ -109,14 +139,14 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         self._use_runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping, attn_implementation,
                                   max_batch_tokens), fit_options)
         flags = {"trust_remote_code": True} if trust_remote_code else {}
-        self._source = (str(model_name_or_path), {**settings, **flags, **({"seed": seed} if seed is not None else {})})
+        self._source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
                                     verify_weights=verify_weights, seed=seed)
         self._attach(config, model, folder)
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
-                   **runtime) -> "LongDocReranker":
+                   **runtime) -> LongDocReranker:
         """A reranker around a model built in memory (``LongDocModel``, e.g. another model's
         encoder with a new head) and its ``ModelConfig``; ``runtime`` are the runtime options."""
         cls = model_class(config.model) if cls.name is None else cls
@@ -130,8 +160,7 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
 
     def _use_runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
         self.runtime = runtime
-        self._place_runtime()
-        self.int8 = runtime.int8
+        self._replicas = Replicas()
         from .training.arguments import check_option_names
 
         self.fit_options = dict(check_option_names(fit_options or {}))
@@ -139,27 +168,48 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         self.training_data: dict | None = None
         self.training_options: dict | None = None
 
-    def _place_runtime(self) -> None:
-        self.devices = self.runtime.available_devices()
-        self.device = self.devices[0]
-        self.autocast_dtype = self.runtime.autocast_dtype()
-        self._replicas = Replicas()
-
     def place(self, device: str | torch.device | list) -> None:
         """Moves the model to ``device``, or shares inference batches among a list of devices (as
         the ``device`` argument of the constructor, and of ``predict``)."""
         Runtime(device=device).available_devices()  # checked before anything changes
         self.runtime.device = device
-        self._place_runtime()
-        self.model.to(self.device)
+        self.place_weights()
 
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
+        self._settings = type(self).Settings.from_dict(config.settings)
         model.runtime = self.runtime  # the engine options are the reranker's
-        self.model.to(self.device)
-        hold_parameters(self.model, self.runtime.weights_dtype(self.device))
+        self._placed: tuple | None = None
+        self.place_weights()
         set_attention(model.encoder, self.runtime.attn_implementation)
         pt.Artifact.__init__(self, path)
+
+    def __setattr__(self, name: str, value) -> None:
+        # a runtime option without its property here (dtype, device, ...) would be an attribute nothing reads
+        own = getattr(type(self), name, None)
+        if name in _RUNTIME_FIELDS and not (isinstance(own, property) and own.fset is not None):
+            raise AttributeError(f"{type(self).__name__} reads {name!r} from its runtime at every use: set "
+                                 f"model.runtime.{name} = {value!r}")
+        super().__setattr__(name, value)
+
+    # read from the runtime at every use, never copied: model.runtime.dtype = "bf16" changes the next call
+    devices = property(lambda self: self.runtime.available_devices(),
+                       doc="the devices the model runs on (runtime.device)")
+    device = property(lambda self: self.runtime.available_devices()[0],
+                      doc="the first device: training's and the weights'")
+    int8 = property(lambda self: self.runtime.int8, doc="whether inference quantizes the encoder to int8")
+    autocast_dtype = property(lambda self: self.runtime.autocast_dtype(), doc="the autocast dtype (None: fp32)")
+
+    def place_weights(self) -> None:
+        """The engine on the runtime's first device, its weights in the runtime's dtype: called before
+        every use, so a change of ``runtime.device`` or ``runtime.dtype`` takes effect at the next call."""
+        device = self.device
+        placed = (device, self.runtime.weights_dtype(device))
+        if self._placed != placed:
+            self.model.to(device)
+            hold_parameters(self.model, placed[1])
+            self._replicas.clear()
+            self._placed = placed
 
     # the runtime options, also as attributes of the model
     batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
@@ -184,8 +234,19 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
 
     @property
     def settings(self) -> dict[str, Any]:
-        """Chunking and the model's own settings, as saved in ``config.json``."""
-        return self.config.settings
+        """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them
+        with ``set_parameter``)."""
+        return self._settings.to_dict()
+
+    @property
+    def typed_settings(self) -> ModelSettings:
+        """The settings as an instance of the class's ``Settings`` (frozen; each field documented)."""
+        return self._settings
+
+    def _replace_settings(self, **changes) -> None:
+        """New settings through ``Settings``' checks; ``config.json`` and ``repr`` follow."""
+        self._settings = self._settings.replace(**changes)
+        self.config.settings = self._settings.to_dict()
 
     @classmethod
     def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
@@ -199,16 +260,13 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         return settings
 
     @classmethod
-    def check_settings(cls, settings: dict) -> dict:
-        """``settings`` itself; a TypeError naming any that is neither chunking nor the model's own."""
-        allowed = set(CHUNKING_SETTINGS) | set(cls.defaults)
-        unknown = sorted(set(settings) - allowed)
-        if unknown:
-            raise TypeError(f"{cls.__name__} got unknown settings {unknown}; valid settings: {sorted(allowed)}")
-        return settings
+    def check_settings(cls, settings: dict) -> ModelSettings:
+        """``settings`` as the class's ``Settings``: a TypeError names any that is not one of its fields,
+        a ValueError a value (or a pair, as ``stride`` > ``window``) that does not work."""
+        return cls.Settings.from_dict(settings, owner=cls.__name__)
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> "LongDocReranker":
+    def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
         """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc).
 
         On the base class, the saved model's own class is used; a ``fit`` checkpoint folder loads
@@ -220,8 +278,10 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         return cls(model_name_or_path, **overrides)
 
     def __repr__(self) -> str:
-        source, settings = self._source
-        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **settings}.items())
+        # the settings as they are now (set_parameter included), where they differ from the class's
+        source, flags = self._source
+        current = {**self._settings.changed(), **self._unsettled()}
+        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **current, **flags}.items())
         return f"{type(self).__name__}({source!r}{args})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -250,15 +310,26 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         """
         from .training import fit
 
+        self.place_weights()
         hold_parameters(self.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
         topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
-                                                     valid_candidates, {**self.fit_options, **options})
+                                                     valid_candidates, {**self._stored_fit_options(options), **options})
         self.history = fit(self, topics, qrels_tr, candidates, **options)
         self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
         from ._card import hyperparameters
 
         self.training_options = hyperparameters(options)
         return self.history
+
+
+    def _stored_fit_options(self, options: dict) -> dict:
+        """``fit_options`` under a call's own: an explicit ``args=TrainingArguments(...)`` holds every setting,
+        so only the stored data options (``text``, validation, ``callback``) still apply."""
+        if options.get("args") is None:
+            return self.fit_options
+        from .training.arguments import DATA_OPTIONS
+
+        return {k: v for k, v in self.fit_options.items() if k in DATA_OPTIONS}
 
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates,

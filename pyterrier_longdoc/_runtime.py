@@ -10,9 +10,8 @@ from pathlib import Path
 
 import torch
 
-from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
 from ._frames import column_texts, row_label  # noqa: F401 - their home until version 0.2
-
+from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
 
 # autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
 # the passage stage, the demo, the command line)
@@ -206,7 +205,7 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     resolved = AUTOCAST_DTYPES[dtype]
     if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
         warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
-                      "times slower than fp32 here; use dtype=None")
+                      "times slower than fp32 here; use dtype=None", stacklevel=2)
     return resolved
 
 

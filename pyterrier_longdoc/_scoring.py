@@ -35,6 +35,7 @@ class DocumentScoring:
     def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
         """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
         self.settle_parameters()
+        self.place_weights()
         with self.autocast():
             return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
 
@@ -48,6 +49,7 @@ class DocumentScoring:
 
     def _score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
         self.model.eval()
+        self.place_weights()  # before the replicas copy the weights
         workers = self._inference_workers()
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -131,7 +131,7 @@ def read_qrels(path: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
-@functools.lru_cache(maxsize=None)  # read once when training and validation share the file
+@functools.cache  # read once when training and validation share the file
 def read_documents(path: str, text_field: str = "text") -> TextLoader:
     """A text loader over the documents file (see :class:`~pyterrier_longdoc.data.documents.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
@@ -242,7 +242,7 @@ def first_stage(args, topics: pd.DataFrame, run_path: str | None, topics_path: s
     return index.bm25(num_results=k)(topics)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lucene(path: str):
     if not Path(path).is_dir():
         raise CliError(f"--lucene-index {path}: no such directory")
@@ -414,9 +414,9 @@ def _run(args) -> int:
         from ._registry import registered_models
         from .listwise import RankGPT
 
-        models = registered_models()
-        width = max(map(len, models)) + 2
-        for name, cls in models.items():
+        named = registered_models()
+        width = max(map(len, named)) + 2
+        for name, cls in named.items():
             print(f"{name:<{width}}{_summary(cls)}".rstrip())
         # listwise re-rankers have no weights to train or save, so train --model does not take them
         print("\nlistwise, in a pipeline only (pyterrier_longdoc.listwise):")

@@ -35,10 +35,9 @@ def _roberta_tokenizer(path: Path):
     """A byte-level BPE tokenizer trained here (the RoBERTa pair layout <s> a </s></s> b </s>)."""
     import string
 
+    from conftest import WORDS
     from tokenizers import ByteLevelBPETokenizer
     from transformers import RobertaTokenizerFast
-
-    from conftest import WORDS
 
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator([" ".join(WORDS)] * 4 + list(string.ascii_lowercase), vocab_size=300, min_frequency=1,

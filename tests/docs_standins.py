@@ -19,7 +19,6 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-
 from conftest import WORDS, write_tiny_bert
 from cross_encoders import write_cross_encoder
 

@@ -14,7 +14,6 @@ import torch
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training.checkpoints import checkpoints
 
-
 # --- a toy training task: the decisive words lie beyond what FirstP reads ----------------------------
 
 TOY_SETTINGS = dict(max_doc_tokens=64, max_query_tokens=8, max_length=48)
@@ -247,7 +246,8 @@ def far_relevant_corpus(seed: int = 7, n_passages: int = 300) -> tuple[pd.DataFr
     texts = [" ".join(rng.choice(vocab, size=int(rng.integers(20, 70)))) + "." for _ in range(n_passages)]
     passages = pd.DataFrame({"docno": [f"p{i}" for i in range(n_passages)], "text": texts})
     queries = pd.DataFrame(
-        {"qid": [f"q{i}" for i in range(FAR_RELEVANT_QUERIES)], "query": [" ".join(texts[i].split()[:4]) for i in range(FAR_RELEVANT_QUERIES)]}
+        {"qid": [f"q{i}" for i in range(FAR_RELEVANT_QUERIES)],
+         "query": [" ".join(texts[i].split()[:4]) for i in range(FAR_RELEVANT_QUERIES)]}
     )
     qrels = pd.DataFrame({"qid": queries["qid"], "docno": [f"p{i}" for i in range(FAR_RELEVANT_QUERIES)], "label": 1})
     return passages, queries, qrels

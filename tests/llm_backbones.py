@@ -42,7 +42,7 @@ def write_tiny_lm(path: Path, family: str = "llama", *, classifier: bool = True,
     """A 2-layer ``family`` ("llama" or "qwen2") LM: a sequence classifier with a random score head
     (a stand-in for a RankLLaMA-style checkpoint) or, with ``classifier=False``, the plain LM."""
     import torch
-    from transformers import (AutoModel, AutoModelForSequenceClassification, LlamaConfig, Qwen2Config)
+    from transformers import AutoModel, AutoModelForSequenceClassification, LlamaConfig, Qwen2Config
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).parent.parent / "pyterrier_longdoc"
 FLOORS = {
     "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_rng": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
     "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
-    "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3,
+    "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
     # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
     # imports the reranker
@@ -22,7 +22,10 @@ FLOORS = {
     "wrap": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
     # the old names of data/'s modules, kept for older imports
     "text": 10, "collection": 10, "datasets": 10, "synthetic": 10, "dictionaries": 10, "foldoc": 10,
-    "demo": 11, "reproduce": 11, "_public": 11, "cli": 12,
+    "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
+    # data/ holds leaves and an application: the shape every collection has and its text loader (pandas and
+    # PyTerrier only), which diagnostics build on, and the demo, which imports diagnostics, training and evaluation
+    "data/documents": 1, "data/collection": 2, "data/demo": 11,
 }
 ENGINE = 9  # floors up to this one are the engine
 
@@ -45,13 +48,18 @@ def imported_modules(path: Path) -> set[str]:
                 names.update(alias.name if (PACKAGE / alias.name).is_dir() or (PACKAGE / f"{alias.name}.py").is_file()
                              else f"__init__:{alias.name}" for alias in node.names)
             else:
-                names.add(parts[0].removesuffix(".py"))
+                names.add(unit(parts))
     return names
 
 
+def unit(parts) -> str:
+    """A module's name in FLOORS: ``data/demo`` where data/'s module has a floor of its own, else the top name."""
+    parts = [part.removesuffix(".py") for part in parts]
+    return "/".join(parts[:2]) if "/".join(parts[:2]) in FLOORS else parts[0]
+
+
 def floor(path: Path) -> int | None:
-    top = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
-    return FLOORS.get(top)
+    return FLOORS.get(unit(path.relative_to(PACKAGE).parts))
 
 
 def modules() -> list[Path]:
@@ -71,6 +79,31 @@ def test_imports_never_run_back_up():
             if name.startswith("__init__:") or (theirs is not None and theirs > mine):
                 upward.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert not upward, upward
+
+
+def test_units_on_one_floor_above_the_engine_import_none_of_each_other():
+    # diagnostics imported data/ while data/'s demo imported diagnostics: a cycle between two packages
+    sideways = []
+    for path in modules():
+        mine, here = floor(path), unit(path.relative_to(PACKAGE).parts)
+        if mine <= ENGINE or not (PACKAGE / here).is_dir():  # packages; the old single-file names re-export data/
+            continue
+        for name in imported_modules(path):
+            if FLOORS.get(name) == mine and name != here:
+                sideways.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not sideways, sideways
+
+
+def test_no_package_name_shadows_one_of_its_modules():
+    # pyterrier_longdoc.training.fit was the function, hiding the module training/fit.py
+    shadowed = []
+    for init in PACKAGE.rglob("__init__.py"):
+        modules_here = {p.stem for p in init.parent.glob("*.py")} | {p.name for p in init.parent.iterdir() if p.is_dir()}
+        for node in ast.walk(ast.parse(init.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                shadowed += [f"{init.parent.name}.{a.asname or a.name}" for a in node.names
+                             if (a.asname or a.name) in modules_here]
+    assert not shadowed, shadowed
 
 
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):

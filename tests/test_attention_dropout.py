@@ -2,14 +2,13 @@
 the model is as it was afterwards, and an unknown architecture or a bad rate is a clear error."""
 import pytest
 import torch
+from cross_encoders import ARCHITECTURES, write_cross_encoder
+from helpers import FAST, new_model, toy_task
+from llm_backbones import write_tiny_lm
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._backbone import training_attention_dropout
 from pyterrier_longdoc.training import TrainingArguments, train_passage_ranker
-
-from cross_encoders import ARCHITECTURES, write_cross_encoder
-from helpers import FAST, new_model, toy_task
-from llm_backbones import write_tiny_lm
 
 
 def attention_rates(model: torch.nn.Module) -> set[float]:

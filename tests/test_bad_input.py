@@ -172,7 +172,8 @@ def test_base_class_refuses_a_plain_encoder(tiny_bert):
 def test_overrides_apply_to_a_loaded_checkpoint(saved):
     loaded = pl.MaxP.from_pretrained(saved, window=10, stride=5, batch_size=3)
     assert loaded.settings["window"] == 10 and loaded.batch_size == 3
-    assert repr(loaded) == f"MaxP({str(saved)!r}, batch_size=3, window=10, stride=5)"
+    # repr shows the settings as they are: the saved ones that differ from the defaults too
+    assert repr(loaded) == f"MaxP({str(saved)!r}, batch_size=3, window=10, stride=5, max_query_tokens=8, max_doc_tokens=64)"
 
 
 def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):

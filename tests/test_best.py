@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import SEGMENT_FILLER, SEGMENT_SETTINGS, make_data
 
 from pyterrier_longdoc import FirstP, MaxP, ParadeAttn
 from pyterrier_longdoc.training import best as best_module
 from pyterrier_longdoc.training.best import as_maxp, fit_best, parent_docno, segment_documents
-from helpers import SEGMENT_FILLER, SEGMENT_SETTINGS, make_data
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from zoo_backbones import margin_training
 
 import pyterrier_longdoc as pl
-from zoo_backbones import margin_training
 
 st = pytest.importorskip("sentence_transformers")
 QUERY = "what is a red cat"

@@ -2,13 +2,13 @@
 save/load round trips, batch-size, row-order and padding invariance, one training step, repr,
 use in pt.Experiment."""
 import numpy as np
-import pytest
 import pyterrier as pt
+import pytest
 import torch
+from helpers import check_columns_kept, frame, small_model
 from pyterrier.measures import nDCG
 
 import pyterrier_longdoc as pl
-from helpers import check_columns_kept, frame, small_model
 
 MODELS = sorted(pl.registered_models())
 

@@ -1,19 +1,23 @@
 """PyTerrier's and sentence-transformers' conventions: training inside a pipeline (pt.Estimator),
 saved models as pt.Artifacts with a model card, predict/rank on plain lists, frames sorted by qid
 and rank, a progress bar with a total; and two checks on what a model gives: weights verified
-against their checksum, non-finite scores named."""
+against their checksum, non-finite scores named; and the project's own: its metadata in
+pyproject.toml, the code clean under ruff, type information shipped (py.typed)."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
 import torch
+from helpers import FAST, new_model, toy_task
 from safetensors.torch import load_file, save_file
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._weights import saved_names
-from helpers import FAST, new_model, toy_task
 
 
 def first_stage(candidates: pd.DataFrame) -> pt.Transformer:
@@ -142,3 +146,27 @@ def test_a_reranker_around_a_model_built_in_memory(tiny_bert):
     np.testing.assert_allclose(again(candidates)["score"], model(candidates)["score"], atol=1e-6)
     with pytest.raises(ValueError, match="not 'firstp'"):
         pl.FirstP.from_model(model.model, model.config)
+
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_the_project_is_described_by_pyproject():
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert not (ROOT / "setup.py").exists()
+    assert project["build-system"]["build-backend"] == "setuptools.build_meta"
+    assert project["project"]["dynamic"] == ["version"]  # one version: pyterrier_longdoc/_version.py
+    assert project["tool"]["setuptools"]["dynamic"]["version"]["attr"] == "pyterrier_longdoc._version.__version__"
+    assert project["project"]["scripts"]["pyterrier-longdoc"] == "pyterrier_longdoc.cli:main"
+    assert "reranker.pyterrier_longdoc" in project["project"]["entry-points"]["pyterrier.artifact"]
+    assert "ruff" in project["project"]["optional-dependencies"]["dev"]
+    assert "py.typed" in project["tool"]["setuptools"]["package-data"]["pyterrier_longdoc"]
+    assert (ROOT / "pyterrier_longdoc" / "py.typed").is_file()
+
+
+def test_the_code_passes_ruff():
+    pytest.importorskip("ruff", reason="ruff comes with the dev extra: pip install -e '.[dev]'")
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

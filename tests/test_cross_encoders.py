@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-import pyterrier_longdoc as pl
 from cross_encoders import ARCHITECTURES, LAYOUTS, predict, write_cross_encoder
 from helpers import CROSS_ENCODER_SETTINGS, LONG_DOCS, QUERIES, window_texts
+
+import pyterrier_longdoc as pl
 
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer", "the green door of the house"]
 

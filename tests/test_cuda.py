@@ -8,9 +8,9 @@ tests run where one is shown: ``LONGDOC_TESTS_ON_CUDA=1 pytest tests/test_cuda.p
 import numpy as np
 import pytest
 import torch
+from helpers import frame, pairwise_accuracy, small_model, toy_triples
 
 import pyterrier_longdoc as pl
-from helpers import frame, pairwise_accuracy, small_model, toy_triples
 
 MODELS = sorted(pl.registered_models())
 pytestmark = [pytest.mark.cuda,

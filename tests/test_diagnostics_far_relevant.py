@@ -3,9 +3,9 @@ from collections import namedtuple
 
 import pandas as pd
 import pytest
+from helpers import FAR_RELEVANT_QUERIES
 
 from pyterrier_longdoc.diagnostics import build_far_relevant, positional_bias
-from helpers import FAR_RELEVANT_QUERIES
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,8 @@ def test_retrieved_negatives_from_a_transformer(corpus):
         ranked = [f"D{q}"] + [d for d in docnos if d != f"D{q}"]
         rows += [(q, d, rank) for rank, d in enumerate(ranked)]
     ranking = pd.DataFrame(rows, columns=["qid", "docno", "rank"])
-    coll = build_far_relevant(passages, queries, qrels, retriever=pt.Transformer.from_df(ranking), retrieved_negatives=2, negatives=3)
+    coll = build_far_relevant(passages, queries, qrels, retriever=pt.Transformer.from_df(ranking), retrieved_negatives=2,
+                              negatives=3)
     for qid in queries["qid"]:
         cands = coll.candidates[coll.candidates["qid"] == qid]
         expected = [d for d in docnos if d != f"D{qid}"][:2]

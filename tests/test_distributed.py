@@ -12,10 +12,10 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-import pyterrier_longdoc as pl
 from helpers import TOY_SETTINGS, interrupted_and_resumed, toy_task, weights
 from helpers import new_model as task_model  # this module has a new_model of its own
+
+import pyterrier_longdoc as pl
 
 # 7 queries, 3 a step: rank 0 takes 2 queries and rank 1 one, and each epoch's last step has a
 # single query, which leaves rank 1 none
@@ -156,7 +156,7 @@ def frame(n=24):
 def test_several_devices_give_the_same_scores(tiny_bert):
     model = new_model(tiny_bert)
     expected = model(frame())["score"].values
-    model.devices = [torch.device("cpu"), torch.device("cpu")]  # CPU stand-ins for two GPUs
+    model.runtime.device = ["cpu", "cpu"]  # CPU stand-ins for two GPUs
     model.batch_size = 3
     np.testing.assert_allclose(model(frame())["score"].values, expected, atol=1e-6)
     # the copies follow the weights: after a change, they are rebuilt

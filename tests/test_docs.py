@@ -37,7 +37,7 @@ class Links(HTMLParser):
                 self.links.append(attrs[name])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parsed(path: Path) -> Links:
     """A page's links and ids (parsed once: a page is the target of many links)."""
     links = Links()
@@ -99,3 +99,15 @@ def test_every_code_block_of_the_guide_runs(page, standins, tmp_path):
 
 def test_only_python_blocks_are_run():
     assert python_blocks("text\n```python\nx = 1\n```\n```bash\nls\n```\n") == ["x = 1\n"]
+
+
+def test_every_public_class_is_in_the_api_reference():
+    import inspect
+
+    import pyterrier_longdoc as pl
+
+    reference = (ROOT / "docs" / "api.md").read_text()
+    public = [f"pyterrier_longdoc.{n}" for n in pl.__all__ if inspect.isclass(getattr(pl, n))]
+    public += [f"pyterrier_longdoc.listwise.{n}" for n in ("ChatBackend", "OpenAIChat", "AnthropicChat",
+                                                           "TransformersChat")]
+    assert not [name for name in public if f"autoclass:: {name}\n" not in reference]

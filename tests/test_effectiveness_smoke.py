@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from helpers import random_dictionary, run_benchmark
 
-
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn", "zero-shot FirstP", "zero-shot MaxP",
            "zero-shot ParadeAttn"}
@@ -61,7 +60,7 @@ def test_the_results_file_has_every_system_split_and_seed(run):
     result = json.loads((results / "effectiveness-foldoc.json").read_text())
     assert {"machine", "date", "commit", "wall_minutes", "dtype"} <= set(result) and result["seeds"] == [0, 1]
     assert set(result["table"]) == SYSTEMS
-    for system, splits in result["table"].items():
+    for splits in result["table"].values():
         assert set(splits) == {"near", "far"}
         for cell in splits.values():
             assert 0 <= cell["mean"] <= 1 and cell["queries"] > 0

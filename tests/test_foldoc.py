@@ -1,10 +1,9 @@
 """The FOLDOC loader on small dictd files written here (Debian's dict-foldoc is not needed)."""
 
 import pytest
-
-from pyterrier_longdoc.foldoc import foldoc_entries, foldoc_task
 from helpers import random_dictionary, write_dictd
 
+from pyterrier_longdoc.foldoc import foldoc_entries, foldoc_task
 
 ENTRIES = [
     ("compiler", "   <language> A program that translates source code written in a {high-level language}\n"

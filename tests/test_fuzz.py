@@ -52,9 +52,10 @@ def tokenizers(tmp_path_factory):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=TEXTS)
 def test_no_tokenizer_family_reads_a_special_token_out_of_random_text(tokenizers, text):
+    from tokenizer_families import special_ids
+
     from pyterrier_longdoc._chunking import text_encoder
     from pyterrier_longdoc._text import text_offsets, without_lone_surrogates
-    from tokenizer_families import special_ids
 
     for family, tokenizer in tokenizers.items():
         (ids,) = text_encoder(tokenizer)([without_lone_surrogates(text)])

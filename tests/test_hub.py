@@ -59,7 +59,7 @@ def test_push_then_load_by_hub_id(tiny_bert, hub):
     repo_id = "someone/parade-attn"  # served by the stand-in hub, never the network
     assert model.push_to_hub(repo_id).endswith("/commit/1")
     loaded = pl.LongDocReranker.from_pretrained(repo_id)
-    assert type(loaded) is pl.ParadeAttn and repr(loaded) == "ParadeAttn('someone/parade-attn')"
+    assert type(loaded) is pl.ParadeAttn and repr(loaded) == "ParadeAttn('someone/parade-attn', window=12, stride=6)"
     np.testing.assert_array_equal(loaded(frame)["score"], model(frame)["score"])
 
 

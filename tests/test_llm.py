@@ -7,10 +7,11 @@ import torch
 
 pytest.importorskip("peft")
 
-import pyterrier_longdoc as pl
-from pyterrier_longdoc.aggregators.heads import pool
 from llm_backbones import write_tiny_lm
 from zoo_backbones import assert_padding_invariant, margin_training
+
+import pyterrier_longdoc as pl
+from pyterrier_longdoc.aggregators.heads import pool
 
 QUERY, DOC = "what red cat", "the red cat sat on a mat near the river castle in the city"
 

@@ -42,7 +42,7 @@ def test_candidates_are_the_documents_of_the_query_length_and_generation_is_dete
 
 def test_a_model_reranks_a_length_and_bad_arguments_are_named(tiny_bert):
     from pyterrier_longdoc import MaxP
-    from pyterrier_longdoc.training.fit import run_metric
+    from pyterrier_longdoc.training.fit_loop import run_metric
 
     data = make_longembed_task("passkey", lengths=(256,), queries_per_length=3)
     run = MaxP(tiny_bert)(data.candidates())

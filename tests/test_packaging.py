@@ -49,11 +49,12 @@ def test_sdist_and_wheel_pass_twine_check_and_hold_what_a_user_needs(dist):
         entry_points = z.read(f"pyterrier_longdoc-{version}.dist-info/entry_points.txt").decode()
     package = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pyterrier_longdoc").rglob("*.py"))
     assert sorted(n for n in names if n.endswith(".py")) == package
+    assert "pyterrier_longdoc/py.typed" in names  # type checkers read the package's annotations
     assert "pyterrier-longdoc = pyterrier_longdoc.cli:main" in entry_points
     assert "reranker.pyterrier_longdoc = " in entry_points
     with tarfile.open(sdist) as t:
         top = {Path(n).parts[1] for n in t.getnames() if len(Path(n).parts) > 1}
-    assert {"setup.py", "README.md", "pyterrier_longdoc", "PKG-INFO"} <= top
+    assert {"pyproject.toml", "README.md", "pyterrier_longdoc", "PKG-INFO"} <= top
     assert not top & {"tests", "benchmarks", "tutorials", "docs", ".ci"}, top
 
 

@@ -9,10 +9,10 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 import torch
-
-import pyterrier_longdoc as pl
 from cross_encoders import write_cross_encoder
 from helpers import FAST, new_model, toy_task
+
+import pyterrier_longdoc as pl
 
 QUERIES = ["castle river", "red dog", "what is music"]
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer"]

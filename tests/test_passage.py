@@ -7,8 +7,9 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
 
-from pyterrier_longdoc.training.passage import passage_triples, train_passage_ranker  # noqa: E402
 from helpers import pairwise_accuracy, toy_triples  # noqa: E402
+
+from pyterrier_longdoc.training.passage import passage_triples, train_passage_ranker  # noqa: E402
 
 
 def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny_bert, tmp_path):
@@ -79,7 +80,8 @@ def test_bad_triples_are_named(tiny_bert, tmp_path, data, message):
 
 @pytest.mark.parametrize("data", ["not triples", 42])
 def test_data_of_another_type_is_a_type_error(tiny_bert, tmp_path, data):
-    with pytest.raises(TypeError, match=rf"must be \(query, positive, negative\) triples or a frame of them, got .*{type(data).__name__}"):
+    expected = rf"must be \(query, positive, negative\) triples or a frame of them, got .*{type(data).__name__}"
+    with pytest.raises(TypeError, match=expected):
         train_passage_ranker(tiny_bert, data, tmp_path / "out", steps=1)
 
 
@@ -93,7 +95,8 @@ def test_bad_frames_are_named(tiny_bert, tmp_path):
         train_passage_ranker(tiny_bert, None, tmp_path, topics=topics, qrels=qrels)
     with pytest.raises(ValueError, match=r"qrels needs columns .*missing \['label'\]"):
         passage_triples(topics, qrels.drop(columns="label"), passages)
-    with pytest.raises(ValueError, match=r"qrels: column 'label' must hold numbers; 1 of 2 rows do not .*qid='2' docno='nowhere' value='high'"):
+    with pytest.raises(ValueError, match=r"qrels: column 'label' must hold numbers; 1 of 2 rows do not "
+                                         r".*qid='2' docno='nowhere' value='high'"):
         passage_triples(topics, qrels.assign(label=[1, "high"]), passages)
     with pytest.raises(ValueError, match=r"duplicate docnos in rows \[0, 1\]"):
         passage_triples(topics, qrels, passages.assign(docno=["p1", "p1"]))
@@ -146,7 +149,8 @@ def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
 
 
 def test_synthetic_passage_triples_cut_negatives_from_the_topics_hard_negatives():
-    from pyterrier_longdoc.synthetic import make_collection, passage_triples as synthetic_triples
+    from pyterrier_longdoc.synthetic import make_collection
+    from pyterrier_longdoc.synthetic import passage_triples as synthetic_triples
 
     collection = make_collection(n_queries=6)
     train = collection.split("train")

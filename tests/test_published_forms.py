@@ -18,11 +18,12 @@ import torch
 
 pytest.importorskip("peft")
 
+from cross_encoders import write_cross_encoder
+from llm_backbones import write_tiny_lm
+
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._batching import batch_bounds
 from pyterrier_longdoc._runtime import Runtime, hold_parameters
-from llm_backbones import write_tiny_lm
-from cross_encoders import write_cross_encoder
 
 QUERY, DOC = "what red cat", "the red cat sat on a mat near the river castle in the city"
 TESTS = Path(__file__).parent

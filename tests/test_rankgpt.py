@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
 from chat_server import ChatServer, passages_of, reverse
+
 from pyterrier_longdoc.listwise import AnthropicChat, ChatCallError, ChatCalls, OpenAIChat, RankGPT
 from pyterrier_longdoc.listwise.prompt import fitting_budget, parse_permutation, rankgpt_messages, window_ranges
 

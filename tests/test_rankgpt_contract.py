@@ -2,16 +2,15 @@
 without weights (empty frames, missing columns, columns kept, batch and row-order invariance,
 repr, pt.Experiment beside the library's models), with a deterministic backend. Save/load does
 not apply: RankGPT has no trained state, its repr rebuilds it."""
-import numpy as np
 import pandas as pd
-import pytest
 import pyterrier as pt
+import pytest
+from chat_server import ChatServer, by_overlap
+from helpers import check_columns_kept, frame
 from pyterrier.measures import nDCG
 
 import pyterrier_longdoc as pl
-from chat_server import ChatServer, by_overlap
 from pyterrier_longdoc.listwise import ChatBackend, OpenAIChat, RankGPT, Reply
-from helpers import check_columns_kept, frame
 
 
 class OverlapChat(ChatBackend):

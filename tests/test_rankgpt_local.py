@@ -3,8 +3,8 @@ import string
 
 import pandas as pd
 import pytest
-
 from conftest import WORDS
+
 from pyterrier_longdoc.listwise import RankGPT, TransformersChat
 from pyterrier_longdoc.listwise.prompt import parse_permutation, rankgpt_messages
 

@@ -4,11 +4,11 @@ import shutil
 
 import pandas as pd
 import pytest
+from helpers import TOY_SETTINGS, toy_task
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._backbone import attention_dropout_sites
 from pyterrier_longdoc.training import TrainingArguments, document_passage_triples, train_long_document_ranker
-from helpers import TOY_SETTINGS, toy_task
 
 FILLER = " ".join(f"word{i}" for i in range(40))
 

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from cross_encoders import write_cross_encoder
+from helpers import FAST, SEGMENT_SETTINGS, Interrupt, make_data, new_model, resumes_past_damage, run_to_step, toy_task
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc.training.arguments import fit_option_defaults
 from pyterrier_longdoc.training.best import fit_best
 from pyterrier_longdoc.training.checkpoints import checkpoints
-from pyterrier_longdoc.training.arguments import fit_option_defaults
 from pyterrier_longdoc.training.sampling import training_data
-from cross_encoders import write_cross_encoder
-from helpers import FAST, Interrupt, SEGMENT_SETTINGS, make_data, new_model, resumes_past_damage, run_to_step, toy_task
 
 DOCS = ["the castle by the river is red " * 3, "a dog in the house", "music song answer"]
 

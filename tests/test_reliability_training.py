@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pytest
+from helpers import FAST, Interrupt, new_model, resumes_past_damage, run_to_step, toy_task
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training.checkpoints import checkpoints
-from helpers import FAST, Interrupt, new_model, resumes_past_damage, run_to_step, toy_task
 
 
 def no_step(row):

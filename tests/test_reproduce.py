@@ -10,8 +10,7 @@ from irds_standin import register_paper_standins
 from llm_backbones import write_tiny_lm
 
 from pyterrier_longdoc.cli import main
-from pyterrier_longdoc.reproduce import (PAPERS, ROWS, Sources, find_rows, gpu_hours, plan, run_row,
-                                         with_recipe)
+from pyterrier_longdoc.reproduce import PAPERS, ROWS, Sources, find_rows, gpu_hours, plan, run_row, with_recipe
 from pyterrier_longdoc.reproduce.registry import NOT_FOUND
 
 ROW_IDS = [f"{r.paper.key}-{r.table}-{r.name}" for r in ROWS]

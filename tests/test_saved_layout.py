@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-import pyterrier_longdoc as pl
 from cross_encoders import predict, write_cross_encoder
 from helpers import CROSS_ENCODER_SETTINGS, LONG_DOCS, QUERIES, window_texts
+
+import pyterrier_longdoc as pl
 
 FIXTURES = Path(__file__).parent / "fixtures" / "version-0.2.0"
 

@@ -4,13 +4,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import TrainingArguments
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
 from pyterrier_longdoc.training.sampling import split_validation
 from pyterrier_longdoc.training.selection import ChanceLevelWarning, TrainingBelowStartWarning
-from helpers import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
 VALID = dict(valid_metric="RR@10")
 
@@ -183,7 +183,7 @@ def test_training_arguments_check_every_setting():
 
 
 def test_the_chance_level_is_what_random_orders_of_the_candidates_score():
-    from pyterrier_longdoc.training.fit import chance_level
+    from pyterrier_longdoc.training.fit_loop import chance_level
 
     topics, qrels, candidates = toy_task(n_queries=8, docs_per_query=4)  # one relevant among 4
     mean, p95 = chance_level(topics, qrels, candidates, "RR@10", seed=0)
@@ -193,7 +193,7 @@ def test_the_chance_level_is_what_random_orders_of_the_candidates_score():
 
 def test_a_run_no_better_than_a_random_order_warns(tiny_bert, monkeypatch):
     """A model that learned nothing (here: every evaluation scores a random order's RR) is named."""
-    fit_module = __import__("pyterrier_longdoc.training.fit", fromlist=["evaluate"])
+    fit_module = __import__("pyterrier_longdoc.training.fit_loop", fromlist=["evaluate"])
     monkeypatch.setattr(fit_module, "evaluate", lambda *args, **kwargs: 0.25)
     topics, qrels, candidates = toy_task()
     # what to do, in the user's own calls

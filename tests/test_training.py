@@ -4,14 +4,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import pyterrier as pt
-from pyterrier.measures import RR
 import pytest
 import torch
+from helpers import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
+from pyterrier.measures import RR
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.training import ListwiseSoftmaxLoss, MarginLoss
 from pyterrier_longdoc.training.checkpoints import latest_checkpoint
-from helpers import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
 
 
 @pytest.mark.parametrize("cls", [pl.SumP, pl.ParadeAttn, pl.ParadeAvg])
@@ -196,7 +196,7 @@ class _InfiniteGradient(torch.autograd.Function):
 
 
 def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_bert):
-    from pyterrier_longdoc.training.fit import grad_scaler
+    from pyterrier_longdoc.training.fit_loop import grad_scaler
 
     assert isinstance(grad_scaler(new_model(tiny_bert, dtype="fp16")), torch.amp.GradScaler)
     with warnings.catch_warnings():

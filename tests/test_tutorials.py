@@ -19,8 +19,8 @@ nbformat = pytest.importorskip("nbformat")
 
 pytestmark = pytest.mark.notebook  # -m "not notebook": the library's tests without these
 
-import notebook_runner
-from notebook_runner import TUTORIALS, solution_cells
+import notebook_runner  # noqa: E402 - after the skip without nbformat
+from notebook_runner import TUTORIALS, solution_cells  # noqa: E402
 
 README = (TUTORIALS.parent / "README.md").read_text()
 

@@ -3,11 +3,11 @@ padding: test_zoo_training)."""
 import numpy as np
 import pytest
 import torch
-
 from conftest import write_tiny_bert
+from zoo_backbones import margin_training, tiny_backbone_for
+
 from pyterrier_longdoc import LongP
 from pyterrier_longdoc.aggregators.longp import LongPAggregator
-from zoo_backbones import margin_training, tiny_backbone_for
 
 
 def write_tiny_bigbird(path):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 from transformers import AutoModel
+from zoo_backbones import tiny_backbone_for
 
 from pyterrier_longdoc.models.parade import ParadeTransformer, ParadeTransformerPretrained, ParadeTransformerQ
-from zoo_backbones import tiny_backbone_for
 
 
 def test_zero_layers_reduce_to_a_linear_head_on_the_prepended_vector(tiny_bert):

@@ -1,12 +1,11 @@
 """Every model of the zoo on its tiny offline backbone: padding never changes a score, and a few
 training steps on a task that needs the chunks (or the whole document) lower the loss."""
 import pytest
+from zoo_backbones import ZOO_SETTINGS, assert_padding_invariant, margin_training, tiny_backbone_for
 
 import pyterrier_longdoc.aggregators.cedr  # noqa: F401 - registers the models
 import pyterrier_longdoc.aggregators.model1  # noqa: F401
-
 from pyterrier_longdoc import model_class
-from zoo_backbones import ZOO_SETTINGS, assert_padding_invariant, margin_training, tiny_backbone_for
 
 
 @pytest.fixture(scope="module", params=sorted(ZOO_SETTINGS))

@@ -95,10 +95,9 @@ def test_empty_frame_and_bad_input():
 def write_tiny_t5(path):
     """A random 1-layer T5 and a unigram tokenizer that knows 'true' and 'false', offline."""
     import torch
+    from conftest import WORDS
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
-
-    from conftest import WORDS
 
     words = sorted(set(WORDS) | {"query", "document", "relevant", "true", "false"})
     vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [("\u2581" + w, -1.0) for w in words]

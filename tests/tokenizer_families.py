@@ -18,8 +18,7 @@ def _pieces():
 
 def tiny_tokenizer(family: str, tmp_path):
     """A small tokenizer of ``family`` (see :data:`FAMILIES`)."""
-    from transformers import (AutoTokenizer, ByT5Tokenizer, DebertaV2Tokenizer, T5Tokenizer,
-                              XLMRobertaTokenizer)
+    from transformers import AutoTokenizer, ByT5Tokenizer, DebertaV2Tokenizer, T5Tokenizer, XLMRobertaTokenizer
 
     if family == "bert":
         from conftest import write_tiny_bert

@@ -17,8 +17,9 @@ class LongPAggregator(ScoreAggregator):
     """The chunk head on the [CLS] vector or on the mean of the token vectors of the one chunk.
 
     ``pooling=None`` takes the encoder's own ``classifier_pooling`` (ModernBERT) and else the
-    head's (``"last"`` for a decoder-only LM's score layer, else ``"cls"``). Encoders that take a ``global_attention_mask`` (Longformer) get global
-    attention on [CLS] and the query tokens, as in the Longformer paper's QA setup.
+    head's (``"last"`` for a decoder-only LM's score layer, else ``"cls"``). Encoders that take a
+    ``global_attention_mask`` (Longformer) get global attention on [CLS] and the query tokens, as in
+    the Longformer paper's QA setup.
 
     BigBird's block-sparse attention makes the last block global, so a document's score
     depends slightly on how much padding its batch adds; use ``batch_size=1`` to rule that out.

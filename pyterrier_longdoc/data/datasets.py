@@ -114,7 +114,7 @@ class LongDocCollection(Collection):
 
     documents = positions = None  # too large to hold, or not known
 
-    def split(self, name: str) -> "LongDocCollection":
+    def split(self, name: str) -> LongDocCollection:
         """The collection with the topics (and qrels) of ``"train"``, ``"valid"`` or ``"test"``
         (needs a fold); unpack it as ``topics, qrels, text``."""
         if name not in self.splits:

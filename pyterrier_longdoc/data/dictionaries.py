@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -175,7 +175,7 @@ class DictionaryTask:
     queries: pd.DataFrame
     qrels: pd.DataFrame
 
-    def subset(self, qids) -> "DictionaryTask":
+    def subset(self, qids) -> DictionaryTask:
         """The same passages, with only the queries (and qrels) of ``qids``."""
         keep = set(map(str, qids))
         return DictionaryTask(self.passages, self.queries[self.queries["qid"].isin(keep)].reset_index(drop=True),

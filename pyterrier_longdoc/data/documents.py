@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal
 
 import pandas as pd
 import pyterrier as pt
 
 from .._files import MalformedInputError
 
-Fields = Union[Sequence[str], str, Literal["*"]]
+Fields = Sequence[str] | str | Literal["*"]
 _JSONL_SUFFIXES = (".jsonl", ".json")
 
 

@@ -15,9 +15,9 @@ mostly hard negatives: over all 14,802 passages of the 2023 Debian package, PISA
 568 default queries RR@10 0.022 and recall@100 0.069. A cross-encoder that knows what the term
 means can still tell the definition from the mentions: MiniLM after a passage stage of 120 steps
 (8 triples each, 400 other FOLDOC queries, BM25 hard negatives) ranks the definition at RR@10
-0.525 among it and BM25's top 9 other passages, where a random order scores 0.293. The queried terms are single words that are whole tokens of
-the BERT uncased vocabulary (``ethernet``, ``compiler``, ``semaphore``...): terms a small
-pre-trained encoder has seen often enough to know; multi-word and obscure headwords (old
+0.525 among it and BM25's top 9 other passages, where a random order scores 0.293. The queried terms
+are single words that are whole tokens of the BERT uncased vocabulary (``ethernet``, ``compiler``,
+``semaphore``...): terms a small pre-trained encoder has seen often enough to know; multi-word and obscure headwords (old
 programming languages, people) only serve as non-relevant passages.
 
 Every other entry's first paragraph (cleaned the same way, its own headword kept) is a

@@ -3,7 +3,7 @@ per-passage token budget, and the parsing of the permutation the model answers w
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .._text import text_offsets
 

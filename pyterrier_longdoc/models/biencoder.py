@@ -17,14 +17,55 @@ query only with its own candidates.
 """
 from __future__ import annotations
 
-from .._biencoder import BiEncoderModel
-from .._embedder import embedder_settings
-from .._reranker import LongDocReranker
-from ..aggregators.biencoder import BiEncoderAggregator
-from .score import SLIDING
+from dataclasses import dataclass
 
-EMBEDDER_DEFAULTS = {"pooling": "mean", "normalize": False, "similarity": "cosine", "query_prefix": "",
-                     "doc_prefix": "", "max_query_tokens": None}  # None: as far as sentence-transformers reads
+from .._biencoder import BiEncoderModel
+from .._embedder import SIMILARITIES, embedder_settings
+from .._reranker import LongDocReranker
+from .._settings import ModelSettings, flag, one_of, setting
+from ..aggregators.biencoder import BiEncoderAggregator
+from ..aggregators.heads import POOLINGS
+from .score import FirstPSettings, MaxPSettings
+
+
+@dataclass(frozen=True)
+class BiEncoderSettings:
+    """What a bi-encoder adds to its chunking (a mixin, first in the bases); a new model takes each from
+    its sentence-transformers folder unless given."""
+
+    pooling: str = setting("mean", f"how a sequence becomes a vector: one of {POOLINGS}")
+    normalize: bool = setting(False, "L2-normalise the vectors (the folder's Normalize module)")
+    similarity: str = setting("cosine", f"how the query's and a window's vectors compare: one of {SIMILARITIES}")
+    query_prefix: str = setting("", "the model's query prompt")
+    doc_prefix: str = setting("", "the model's document prompt, before every window")
+    max_query_tokens: int | None = setting(None, "query tokens read (None: as far as the model reads, as "
+                                                 "sentence-transformers truncates)")
+
+    def __post_init__(self):
+        one_of(self, "pooling", POOLINGS)
+        one_of(self, "similarity", SIMILARITIES)
+        flag(self, "normalize")
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class BiEncoderFirstPSettings(BiEncoderSettings, FirstPSettings):
+    """Bi-encoder FirstP's settings: the document's start, as far as the model reads."""
+
+
+@dataclass(frozen=True)
+class BiEncoderMaxPSettings(BiEncoderSettings, MaxPSettings):
+    """Bi-encoder MaxP's settings: MaxP's sliding windows."""
+
+
+@dataclass(frozen=True)
+class BiEncoderLongPSettings(BiEncoderSettings, ModelSettings):
+    """Bi-encoder LongP's settings: the whole document in one embedding."""
+
+    max_chunks: int | None = setting(1, "one chunk: the whole (cropped) document")
+    max_length: int | None = setting(None, "tokens per sequence (None: the model's max_seq_length or position "
+                                           "embeddings)")
+    max_doc_tokens: int = setting(4096, "document tokens read at most")
 
 
 class _BiEncoder(LongDocReranker):
@@ -43,7 +84,7 @@ class BiEncoderFirstP(_BiEncoder):
 
     name = "biencoder_firstp"
     aggregator_args = {"reduce": "first"}
-    defaults = {**EMBEDDER_DEFAULTS, "window": None, "stride": None, "max_chunks": 1}
+    Settings = BiEncoderFirstPSettings
 
 
 class BiEncoderMaxP(_BiEncoder):
@@ -52,7 +93,7 @@ class BiEncoderMaxP(_BiEncoder):
 
     name = "biencoder_maxp"
     aggregator_args = {"reduce": "max"}
-    defaults = {**EMBEDDER_DEFAULTS, **SLIDING}
+    Settings = BiEncoderMaxPSettings
 
 
 class BiEncoderLongP(_BiEncoder):
@@ -61,5 +102,4 @@ class BiEncoderLongP(_BiEncoder):
 
     name = "biencoder_longp"
     aggregator_args = {"reduce": "first"}
-    defaults = {**EMBEDDER_DEFAULTS, "window": None, "stride": None, "max_chunks": 1, "max_length": None,
-                "max_doc_tokens": 4096}
+    Settings = BiEncoderLongPSettings

@@ -6,11 +6,61 @@ head is new and needs ``fit``.
 """
 from __future__ import annotations
 
-from .._reranker import LongDocReranker
-from ..aggregators.cedr import DrmmAggregator, KnrmAggregator, PacrrAggregator
+from dataclasses import dataclass
 
-# the reference code's defaults: 20 query tokens, 800 document tokens in disjoint chunks
-CEDR_CHUNKS = {"window": None, "stride": None, "max_query_tokens": 20, "max_doc_tokens": 800}
+from .._reranker import LongDocReranker
+from .._settings import ModelSettings, positive_int, setting
+from ..aggregators.cedr import KNRM_MUS, KNRM_SIGMAS, DrmmAggregator, KnrmAggregator, PacrrAggregator
+
+
+@dataclass(frozen=True)
+class CedrSettings(ModelSettings):
+    """The reference code's chunks: 20 query tokens, 800 document tokens in disjoint chunks."""
+
+    max_query_tokens: int | None = setting(20, "query tokens read (the similarity matrices' rows)")
+    max_doc_tokens: int = setting(800, "document tokens read at most")
+
+
+@dataclass(frozen=True)
+class CedrKnrmSettings(CedrSettings):
+    """CEDR-KNRM's kernels (K-NRM's 11: ten soft ones and an exact-match one)."""
+
+    mus: list = setting(KNRM_MUS, "the kernels' means (cosine similarities)")
+    sigmas: list = setting(KNRM_SIGMAS, "the kernels' widths, one per mean")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.mus, (list, tuple)) or not isinstance(self.sigmas, (list, tuple)) \
+                or len(self.mus) != len(self.sigmas) or not self.mus:
+            raise ValueError(f"CedrKnrmSettings: mus and sigmas must be lists of one length, got {self.mus!r} and "
+                             f"{self.sigmas!r}")
+
+
+@dataclass(frozen=True)
+class CedrPacrrSettings(CedrSettings):
+    """CEDR-PACRR's convolutions and pooling."""
+
+    max_ngram: int = setting(3, "the longest n-gram convolution (1 to max_ngram)")
+    filters: int = setting(32, "filters per convolution")
+    kmax: int = setting(2, "strongest signals kept per query token (k-max pooling)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("max_ngram", "filters", "kmax"):
+            positive_int(self, name)
+
+
+@dataclass(frozen=True)
+class CedrDrmmSettings(CedrSettings):
+    """CEDR-DRMM's histograms and its feed-forward layer."""
+
+    bins: int = setting(11, "histogram bins over [-1, 1]")
+    hidden: int = setting(5, "units of the hidden layer over each histogram")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("bins", "hidden"):
+            positive_int(self, name)
 
 
 class CedrKnrm(LongDocReranker):
@@ -18,7 +68,7 @@ class CedrKnrm(LongDocReranker):
 
     name = "cedr_knrm"
     aggregator = KnrmAggregator
-    defaults = {**CEDR_CHUNKS, **KnrmAggregator.settings_defaults()}
+    Settings = CedrKnrmSettings
 
 
 class CedrPacrr(LongDocReranker):
@@ -26,7 +76,7 @@ class CedrPacrr(LongDocReranker):
 
     name = "cedr_pacrr"
     aggregator = PacrrAggregator
-    defaults = {**CEDR_CHUNKS, **PacrrAggregator.settings_defaults()}
+    Settings = CedrPacrrSettings
 
 
 class CedrDrmm(LongDocReranker):
@@ -34,4 +84,4 @@ class CedrDrmm(LongDocReranker):
 
     name = "cedr_drmm"
     aggregator = DrmmAggregator
-    defaults = {**CEDR_CHUNKS, **DrmmAggregator.settings_defaults()}
+    Settings = CedrDrmmSettings

@@ -19,16 +19,57 @@ not written twice.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from .._lora import add_lora, has_lora, lora_settings, merge_lora, save_adapter
-from .longp import LongP
-from .score import FirstP, KMaxAvgP, MaxP, SumP
+from .._lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
+from .._settings import flag, setting
+from .longp import LongP, LongPSettings
+from .score import FirstP, FirstPSettings, KMaxAvgP, KMaxAvgPSettings, MaxP, MaxPSettings, SumP
 
 LORA_LR = 1e-4  # RankLLaMA's learning rate for its LoRA adapters
-# the published RankLLaMA passage model's input: its model card tokenizes the pair without an EOS
-LLM_DEFAULTS = {"query_prefix": "query: ", "doc_prefix": "document: ", "append_eos": False, "lora": {},
-                "gradient_checkpointing": True}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """What an LLM model adds to its encoder class's settings (a mixin, first in the bases): RankLLaMA's
+    input template, as the published passage model's card uses it (no EOS), LoRA and gradient checkpointing."""
+
+    query_prefix: str = setting("query: ", "text before the query (RankLLaMA's template; '' for none)")
+    doc_prefix: str = setting("document: ", "text before every chunk (RankLLaMA's template; '' for none)")
+    append_eos: bool | None = setting(False, "the tokenizer's EOS after the chunk, as the RankLLaMA paper and "
+                                             "Tevatron's training have it (True), or not, as the published model's "
+                                             "card (False)")
+    lora: dict | None = setting(LORA_DEFAULTS, "LoRA adapters: r, alpha, dropout, target_modules (Tevatron's "
+                                               "defaults; {} for them); None trains every weight")
+    gradient_checkpointing: bool = setting(True, "recompute activations in the backward pass (training only)")
+
+    def __post_init__(self):
+        object.__setattr__(self, "lora", lora_settings(self.lora))  # {} and a partial dict: Tevatron's defaults
+        flag(self, "gradient_checkpointing")
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class LLMFirstPSettings(LLMSettings, FirstPSettings):
+    """LLM FirstP's settings."""
+
+
+@dataclass(frozen=True)
+class LLMMaxPSettings(LLMSettings, MaxPSettings):
+    """LLM MaxP's and LLM SumP's settings."""
+
+
+@dataclass(frozen=True)
+class LLMKMaxAvgPSettings(LLMSettings, KMaxAvgPSettings):
+    """LLM k-max average's settings."""
+
+
+@dataclass(frozen=True)
+class LLMLongPSettings(LLMSettings, LongPSettings):
+    """LLM LongP's settings."""
+
+
 LLM_BATCH_TOKENS = 16 * 512  # a batch's tokens by default: 16 sequences of 512, or 2 of 4,096
 
 
@@ -87,7 +128,7 @@ class LLMCrossEncoder:
         if not has_lora(self.model.encoder):
             raise ValueError(f"{type(self).__name__} has no LoRA adapters to merge (lora=None)")
         merge_lora(self.model.encoder)
-        self.config.settings["lora"] = None
+        self._replace_settings(lora=None)
         self._replicas.clear()  # the copies have the adapter layers
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
@@ -110,28 +151,28 @@ class LLMFirstP(LLMCrossEncoder, FirstP):
     """LLM FirstP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) on the query and the start of the document."""
 
     name = "llm_firstp"
-    defaults = {**FirstP.defaults, **LLM_DEFAULTS}
+    Settings = LLMFirstPSettings
 
 
 class LLMMaxP(LLMCrossEncoder, MaxP):
     """LLM MaxP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the best decides."""
 
     name = "llm_maxp"
-    defaults = {**MaxP.defaults, **LLM_DEFAULTS}
+    Settings = LLMMaxPSettings
 
 
 class LLMSumP(LLMCrossEncoder, SumP):
     """LLM SumP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the scores summed."""
 
     name = "llm_sump"
-    defaults = {**SumP.defaults, **LLM_DEFAULTS}
+    Settings = LLMMaxPSettings
 
 
 class LLMKMaxAvgP(LLMCrossEncoder, KMaxAvgP):
     """LLM k-max average: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024), the mean of the k best windows."""
 
     name = "llm_kmax_avgp"
-    defaults = {**KMaxAvgP.defaults, **LLM_DEFAULTS}
+    Settings = LLMKMaxAvgPSettings
 
 
 class LLMLongP(LLMCrossEncoder, LongP):
@@ -139,4 +180,4 @@ class LLMLongP(LLMCrossEncoder, LongP):
     SIGIR 2024; LongP over TinyLLAMA in the positional-bias study of MS MARCO FarRelevant)."""
 
     name = "llm_longp"
-    defaults = {**LongP.defaults, **LLM_DEFAULTS}
+    Settings = LLMLongPSettings

@@ -2,8 +2,28 @@
 for the papers)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._reranker import LongDocReranker
+from .._settings import ModelSettings, one_of, setting
+from ..aggregators.heads import POOLINGS
 from ..aggregators.longp import LongPAggregator
+
+
+@dataclass(frozen=True)
+class LongPSettings(ModelSettings):
+    """The whole document in one sequence, as long as the encoder reads."""
+
+    max_chunks: int | None = setting(1, "one chunk: the whole (cropped) document")
+    max_length: int | None = setting(None, "tokens per sequence (None: the encoder's position embeddings, 4096 "
+                                           "for Longformer and BigBird)")
+    max_doc_tokens: int = setting(4096, "document tokens read at most")
+    pooling: str | None = setting(None, f"the vector the head scores: one of {POOLINGS}; None: the encoder's own "
+                                        "classifier_pooling (ModernBERT), else the head's")
+
+    def __post_init__(self):
+        super().__post_init__()
+        one_of(self, "pooling", (None, *POOLINGS))
 
 
 class LongP(LongDocReranker):
@@ -19,5 +39,4 @@ class LongP(LongDocReranker):
 
     name = "longp"
     aggregator = LongPAggregator
-    defaults = {"window": None, "stride": None, "max_chunks": 1, "max_length": None, "max_doc_tokens": 4096,
-                "pooling": None}
+    Settings = LongPSettings

@@ -3,8 +3,16 @@ for Information Retrieval", ECIR 2021. Started from a trained cross-encoder, the
 cross-encoder's; the Model 1 head is new and needs ``fit``."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._reranker import LongDocReranker
+from .._settings import ModelSettings
 from ..aggregators.model1 import Model1Aggregator
+
+
+@dataclass(frozen=True)
+class NeuralModel1Settings(ModelSettings):
+    """Neural Model 1 reads disjoint chunks that fill the encoder input, 1431 document tokens in all."""
 
 
 class NeuralModel1(LongDocReranker):
@@ -12,4 +20,4 @@ class NeuralModel1(LongDocReranker):
 
     name = "neural_model1"
     aggregator = Model1Aggregator
-    defaults = {"window": None, "stride": None, "max_doc_tokens": 1431}
+    Settings = NeuralModel1Settings

@@ -12,10 +12,77 @@ PARADE heads (CNN, Transformer) are new and need ``fit``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._reranker import LongDocReranker
+from .._settings import ModelSettings, flag, one_of, positive_int, setting
 from ..aggregators.parade import AttentionAggregator, CNNAggregator, PooledAggregator, TransformerAggregator
 
-PARADE_WINDOWS = {"window": 150, "stride": 75, "max_doc_tokens": 1431}
+
+@dataclass(frozen=True)
+class AvgPSettings(ModelSettings):
+    """AvgP's chunks (Boytsov et al.): up to three disjoint chunks that fill the encoder input."""
+
+    max_chunks: int | None = setting(3, "chunks per document at most")
+
+
+@dataclass(frozen=True)
+class ParadeSettings(ModelSettings):
+    """PARADE's passages (Li et al.): 150-token windows every 75 tokens, 1431 document tokens in all."""
+
+    window: int | None = setting(150, "tokens per passage")
+    stride: int | None = setting(75, "tokens between the starts of two passages")
+
+
+@dataclass(frozen=True)
+class ParadeCNNSettings(ParadeSettings):
+    """PARADE-CNN's passages and its convolutions."""
+
+    layers: int = setting(4, "stride-2 convolution layers over the passage vectors, each level scored")
+
+    def __post_init__(self):
+        super().__post_init__()
+        positive_int(self, "layers")
+
+
+@dataclass(frozen=True)
+class ParadeTransformerSettings(ParadeSettings):
+    """PARADE-Transformer's passages and its aggregator (RAND-L2: two random layers, four heads)."""
+
+    layers: int | None = setting(2, "aggregator layers (random init), or how many of the pretrained model's "
+                                     "first layers (None: all)")
+    heads: int = setting(4, "attention heads of a random layer")
+    init: str = setting("random", "'random' layers, or 'pretrained' ones from aggregator_model (PRETR)")
+    aggregator_model: str | None = setting(None, "the encoder whose layers aggregate (init='pretrained')")
+    query_tokens: bool = setting(False, "also feed the first chunk's projected query token vectors (-Q)")
+    aggregator_config: dict | None = setting(None, "the aggregator encoder's config, saved so that loading needs "
+                                                   "no aggregator_model", derived=True)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.layers is not None and (not isinstance(self.layers, int) or isinstance(self.layers, bool)
+                                        or self.layers < 0):  # 0: a linear head on the prepended vector
+            raise ValueError(f"{type(self).__name__}: layers must be an integer >= 0 or None, got {self.layers!r}")
+        positive_int(self, "heads")
+        one_of(self, "init", ("random", "pretrained"))
+        flag(self, "query_tokens")
+
+
+@dataclass(frozen=True)
+class ParadeTransformerPretrainedSettings(ParadeTransformerSettings):
+    """PRETR: every layer of a pretrained encoder aggregates (a 6-layer MiniLM cross-encoder in Boytsov et al.)."""
+
+    layers: int | None = setting(None, "how many of the pretrained model's first layers aggregate (None: all)")
+    init: str = setting("pretrained", "'random' layers, or 'pretrained' ones from aggregator_model (PRETR)")
+    aggregator_model: str | None = setting("cross-encoder/ms-marco-MiniLM-L-6-v2",
+                                           "the encoder whose layers aggregate")
+
+
+@dataclass(frozen=True)
+class ParadeTransformerQSettings(ParadeTransformerPretrainedSettings):
+    """PRETR-Q: PRETR with the first chunk's query token vectors."""
+
+    query_tokens: bool = setting(True, "also feed the first chunk's projected query token vectors (-Q)")
 
 
 class AvgP(LongDocReranker):
@@ -24,7 +91,7 @@ class AvgP(LongDocReranker):
     name = "avgp"
     aggregator = PooledAggregator
     aggregator_args = {"reduce": "mean"}
-    defaults = {"window": None, "stride": None, "max_chunks": 3, "max_doc_tokens": 1431}
+    Settings = AvgPSettings
 
 
 class ParadeAvg(LongDocReranker):
@@ -33,7 +100,7 @@ class ParadeAvg(LongDocReranker):
     name = "parade_avg"
     aggregator = PooledAggregator
     aggregator_args = {"reduce": "mean"}
-    defaults = PARADE_WINDOWS
+    Settings = ParadeSettings
 
 
 class ParadeMax(LongDocReranker):
@@ -42,7 +109,7 @@ class ParadeMax(LongDocReranker):
     name = "parade_max"
     aggregator = PooledAggregator
     aggregator_args = {"reduce": "max"}
-    defaults = PARADE_WINDOWS
+    Settings = ParadeSettings
 
 
 class ParadeSum(LongDocReranker):
@@ -51,7 +118,7 @@ class ParadeSum(LongDocReranker):
     name = "parade_sum"
     aggregator = PooledAggregator
     aggregator_args = {"reduce": "sum"}
-    defaults = PARADE_WINDOWS
+    Settings = ParadeSettings
 
 
 class ParadeAttn(LongDocReranker):
@@ -59,7 +126,7 @@ class ParadeAttn(LongDocReranker):
 
     name = "parade_attn"
     aggregator = AttentionAggregator
-    defaults = PARADE_WINDOWS
+    Settings = ParadeSettings
 
 
 class ParadeCNN(LongDocReranker):
@@ -67,7 +134,7 @@ class ParadeCNN(LongDocReranker):
 
     name = "parade_cnn"
     aggregator = CNNAggregator
-    defaults = {**PARADE_WINDOWS, **CNNAggregator.settings_defaults()}
+    Settings = ParadeCNNSettings
 
 
 class ParadeTransformer(LongDocReranker):
@@ -80,7 +147,7 @@ class ParadeTransformer(LongDocReranker):
 
     name = "parade_transformer"
     aggregator = TransformerAggregator
-    defaults = {**PARADE_WINDOWS, **TransformerAggregator.settings_defaults()}  # RAND-L2
+    Settings = ParadeTransformerSettings  # RAND-L2
 
 
 class ParadeTransformerPretrained(ParadeTransformer):
@@ -88,12 +155,11 @@ class ParadeTransformerPretrained(ParadeTransformer):
     layers by default: a 6-layer MiniLM cross-encoder in Boytsov et al.)."""
 
     name = "parade_transformer_pretr"
-    defaults = {**ParadeTransformer.defaults, "init": "pretrained", "layers": None,
-                "aggregator_model": "cross-encoder/ms-marco-MiniLM-L-6-v2"}
+    Settings = ParadeTransformerPretrainedSettings
 
 
 class ParadeTransformerQ(ParadeTransformerPretrained):
     """PARADE-Transformer PRETR-Q: also feeds the first chunk's projected query token vectors."""
 
     name = "parade_transformer_q"
-    defaults = {**ParadeTransformerPretrained.defaults, "query_tokens": True}
+    Settings = ParadeTransformerQSettings

@@ -6,10 +6,37 @@ score of the (query, window) pair, so these models rank zero-shot.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .._reranker import LongDocReranker
+from .._settings import ModelSettings, positive_int, setting
 from ..aggregators.score import ScoreAggregator
 
-SLIDING = {"window": 150, "stride": 100, "max_doc_tokens": 1431}
+
+@dataclass(frozen=True)
+class FirstPSettings(ModelSettings):
+    """FirstP's settings: the first chunk only, as long as the encoder input holds."""
+
+    max_chunks: int | None = setting(1, "chunks per document at most: FirstP reads the first")
+
+
+@dataclass(frozen=True)
+class MaxPSettings(ModelSettings):
+    """The sliding windows of MaxP and SumP (Dai & Callan: 150 tokens every 100; 1431 tokens in all)."""
+
+    window: int | None = setting(150, "tokens per window")
+    stride: int | None = setting(100, "tokens between the starts of two windows")
+
+
+@dataclass(frozen=True)
+class KMaxAvgPSettings(MaxPSettings):
+    """The k-max average's windows and its ``k``."""
+
+    k: int = setting(3, "how many of the best windows' scores are averaged")
+
+    def __post_init__(self):
+        super().__post_init__()
+        positive_int(self, "k")
 
 
 class FirstP(LongDocReranker):
@@ -18,7 +45,7 @@ class FirstP(LongDocReranker):
     name = "firstp"
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "first"}
-    defaults = {"window": None, "stride": None, "max_chunks": 1}
+    Settings = FirstPSettings
     crops = True  # reading the start only is FirstP's definition: no cropping warning unless warn_cropping=True
 
 
@@ -28,7 +55,7 @@ class MaxP(LongDocReranker):
     name = "maxp"
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "max"}
-    defaults = SLIDING
+    Settings = MaxPSettings
 
 
 class SumP(LongDocReranker):
@@ -37,7 +64,7 @@ class SumP(LongDocReranker):
     name = "sump"
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "sum"}
-    defaults = SLIDING
+    Settings = MaxPSettings
 
 
 class KMaxAvgP(LongDocReranker):
@@ -46,4 +73,4 @@ class KMaxAvgP(LongDocReranker):
     name = "kmax_avgp"
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "kmaxavg"}
-    defaults = {**SLIDING, "k": 3}
+    Settings = KMaxAvgPSettings

@@ -216,7 +216,8 @@ def find_rows(paper: str, table: int | None = None, row: str | None = None) -> l
         names = [r.name for r in rows]
         rows = [r for r in rows if r.name == row]
         if not rows:
-            raise ValueError(f"{paper}{f' table {table}' if table else ''} has no row {row!r}; rows: {', '.join(dict.fromkeys(names))}")
+            raise ValueError(f"{paper}{f' table {table}' if table else ''} has no row {row!r}; "
+                             f"rows: {', '.join(dict.fromkeys(names))}")
     return rows
 
 

@@ -96,13 +96,13 @@ class TrainingArguments:
         make_loss(self.loss)  # an unknown loss fails here, not at the first step
 
     @classmethod
-    def from_options(cls, options: dict | None = None, **overrides) -> "TrainingArguments":
+    def from_options(cls, options: dict | None = None, **overrides) -> TrainingArguments:
         """Arguments from a dict of options (e.g. a model's ``fit_options``), refusing unknown names."""
         options = {**(options or {}), **overrides}
         check_option_names(options, "training options", data=False)
         return cls(**options)
 
-    def replace(self, **changes) -> "TrainingArguments":
+    def replace(self, **changes) -> TrainingArguments:
         check_option_names(changes, "training options", data=False)
         return dataclasses.replace(self, **changes)
 

@@ -27,7 +27,7 @@ from .._build import InMemory, build_model
 from .._chunking import window_starts
 from .._registry import model_class
 from .._text import text_offsets, without_lone_surrogates
-from .fit import evaluate, fit, validation_data
+from .fit_loop import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
 from .scorer import Scorer
 
@@ -217,7 +217,7 @@ def _judged_segments(reranker: Scorer, data) -> _Judged:
     segments = segment_documents(reranker, docnos, data.lookup(docnos))
     return _Judged(
         pairs=pairs,
-        labels={(str(q), str(d)): int(l) for q, d, l in zip(qrels["qid"], qrels["docno"], qrels["label"])},
+        labels={(str(q), str(d)): int(label) for q, d, label in zip(qrels["qid"], qrels["docno"], qrels["label"])},
         rank={(qid, docno): r for qid, (_, neg) in usable.items() for r, docno in enumerate(neg)},
         queries=dict(zip(topics["qid"].astype(str), topics["query"])),
         topics=topics[topics["qid"].astype(str).isin(set(usable))],

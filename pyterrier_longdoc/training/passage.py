@@ -33,8 +33,8 @@ import pandas as pd
 import torch
 
 from .._backbone import check_attention_dropout, training_attention_dropout
-from .._runtime import Runtime
 from .._frames import numeric_column, require_frame, row_positions
+from .._runtime import Runtime
 from .arguments import _is_number
 
 __all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
@@ -362,9 +362,9 @@ def _candidate_pools(candidates: pd.DataFrame, top_k: int) -> dict[str, list[str
 
 @contextlib.contextmanager
 def _quiet_loading(verbose: bool):
-    from transformers.utils import logging as hf_logging
-
     import logging
+
+    from transformers.utils import logging as hf_logging
 
     st_logger = logging.getLogger("sentence_transformers")
     levels = hf_logging.get_verbosity(), st_logger.level

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._backbone import attention_dropout_sites
 from .arguments import TrainingArguments
-from .sampling import as_frame, checked_qrels, checked_topics, hard_negative_pools, Named, text_lookup
+from .sampling import Named, as_frame, checked_qrels, checked_topics, hard_negative_pools, text_lookup
 
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
 

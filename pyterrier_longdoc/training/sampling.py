@@ -195,7 +195,7 @@ class TrainingData:
     qrels: pd.DataFrame
     candidates: pd.DataFrame
     pools: dict[str, tuple[list[str], list[str]]]
-    lookup: "TextLookup"
+    lookup: TextLookup
 
 
 def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: str, context) -> TrainingData:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -14,14 +14,14 @@ import pyterrier as pt
 import torch
 
 from .arguments import TrainingArguments
+from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint
 from .checkpoints import checkpoints as list_checkpoints
-from .checkpoints import remove_checkpoints, remove_leftovers, resume, save_checkpoint, STATE_JSON
 from .distributed import (barrier, broadcast_value, distributed_setup, micro_batches, rng_states, scoring_module,
                           sum_across_processes)
 from .losses import make_loss
 from .sampling import sample_epoch
-from .selection import Selection, prune_weights
 from .scorer import Scorer
+from .selection import Selection, prune_weights
 
 
 @dataclass

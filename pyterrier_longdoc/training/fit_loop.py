@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 
 from .._backbone import training_attention_dropout
-from .._lora import redraw_fresh_lora
 from .._frames import column_texts, require_frame
+from .._lora import redraw_fresh_lora
 from .._warn import warn
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint
-from .sampling import (Named, as_frame, checked_qrels, checked_topics, sampled_docnos, split_validation,
-                       training_data)
+from .sampling import Named, as_frame, checked_qrels, checked_topics, sampled_docnos, split_validation, training_data
 from .scorer import Scorer
 from .trainer import PreparedData, Trainer, grad_scaler  # noqa: F401 - grad_scaler: public here since 0.2
 
@@ -144,7 +143,6 @@ def prepare(reranker: Scorer, args: TrainingArguments, topics, qrels, candidates
 
 def evaluate(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates, metric: str, lookup) -> float:
     """Mean ``metric`` of the re-ranked validation candidates."""
-    import ir_measures
 
     if qrels is None or candidates is None:
         raise ValueError("validation needs valid_topics, valid_qrels and valid_candidates")

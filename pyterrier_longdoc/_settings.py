@@ -1,0 +1,125 @@
+"""Model settings: one frozen dataclass per model family, the one home of each setting's name,
+default, meaning and check.
+
+A model class names its settings class (``MaxP.Settings``); its fields are the constructor's
+keyword arguments (``inspect.signature(MaxP)`` lists them with their defaults), checked in
+``__post_init__`` before anything loads, shown by ``repr`` and saved in ``config.json``. Changing
+one (``set_parameter``) builds a new instance through the same checks. Units: ``window``,
+``stride``, ``max_doc_tokens``, ``max_query_tokens`` and ``max_length`` count the tokenizer's
+tokens, ``max_chunks`` windows.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._chunking import CHUNK_SELECTIONS, DISJOINT_SPLITS, Chunking
+
+
+def setting(default: Any, doc: str, *, derived: bool = False):
+    """A settings field: its default and what it means. ``derived``: filled in while the model is
+    built (saved so that loading needs nothing else), never given by hand and not shown by ``repr``."""
+    value = {"default_factory": lambda: copy.deepcopy(default)} if isinstance(default, (list, dict)) else {
+        "default": default}
+    return field(metadata={"doc": doc, "derived": derived}, **value)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How every model reads a document (the chunking settings); a family's class adds its head's."""
+
+    window: int | None = setting(None, "tokens per chunk; None fills the encoder input (max_length less the query "
+                                       "and the special tokens: 477 for BERT)")
+    stride: int | None = setting(None, "tokens between the starts of two chunks; None: disjoint chunks")
+    max_query_tokens: int | None = setting(32, "query tokens read, the rest cropped (None: as many as the model's "
+                                                "query sequence holds; bi-encoders)")
+    max_doc_tokens: int = setting(1431, "document tokens read at most, the rest cropped")
+    max_chunks: int | None = setting(None, "chunks per document at most (None: no cap)")
+    chunk_selection: str = setting("first", f"which chunks ``max_chunks`` keeps: one of {CHUNK_SELECTIONS}")
+    max_length: int | None = setting(512, "tokens per encoder sequence (None: the encoder's own maximum)")
+    disjoint_split: str = setting("even", f"how ``stride=None`` cuts a document: one of {DISJOINT_SPLITS} "
+                                          "(chunks of equal size, or full chunks but the last)")
+    query_prefix: str = setting("", "text before the query (its tokens count as special tokens)")
+    doc_prefix: str = setting("", "text before every chunk (its tokens count as special tokens)")
+    append_eos: bool | None = setting(None, "the tokenizer's EOS after the chunk; None: where the head reads the "
+                                            "last token (decoder-only LMs)")
+
+    def __post_init__(self):
+        # None for max_length and max_query_tokens is resolved against the encoder; every other
+        # value, and the combinations that need no encoder, are checked here, before it loads
+        chunking = {f.name: getattr(self, f.name) for f in dataclasses.fields(Chunking)}
+        placeholders = {"max_length": 512, "max_query_tokens": 1}
+        try:
+            Chunking(**{k: placeholders[k] if v is None and k in placeholders else v for k, v in chunking.items()})
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as ``config.json`` holds them."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes) -> ModelSettings:
+        """A new instance with ``changes``, through the same checks; an unknown name is a TypeError."""
+        check_names(type(self), changes)
+        return dataclasses.replace(self, **changes)
+
+    def changed(self) -> dict[str, Any]:
+        """The settings given by hand that differ from the class defaults (what ``repr`` shows)."""
+        defaults = type(self)()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if not f.metadata.get("derived") and getattr(self, f.name) != getattr(defaults, f.name)}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        return cls().to_dict()
+
+    @classmethod
+    def from_dict(cls, settings: dict, owner: str | None = None) -> ModelSettings:
+        """Settings from a dict (given, or read from ``config.json``); an unknown name is a TypeError
+        naming ``owner`` (the model class)."""
+        check_names(cls, settings, owner)
+        return cls(**settings)
+
+    @classmethod
+    def parameters(cls) -> list[inspect.Parameter]:
+        """The constructor's keyword parameters these settings are."""
+        return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=f.type,
+                                  default=f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                for f in dataclasses.fields(cls) if not f.metadata.get("derived")]
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """What each setting means, by name."""
+        return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+
+def check_names(cls: type[ModelSettings], settings: dict, owner: str | None = None) -> None:
+    """A TypeError naming every setting ``cls`` does not have, with the valid ones."""
+    valid = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(settings) - set(valid))
+    if unknown:
+        owner = owner or cls.__name__.removesuffix("Settings")
+        raise TypeError(f"{owner} got unknown settings {unknown}; valid settings: {sorted(valid)}")
+
+
+def positive_int(owner: ModelSettings, name: str, *, optional: bool = False) -> None:
+    value = getattr(owner, name)
+    if optional and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{type(owner).__name__}: {name} must be a positive integer{' or None' if optional else ''}, "
+                         f"got {value!r}")
+
+
+def one_of(owner: ModelSettings, name: str, choices) -> None:
+    value = getattr(owner, name)
+    if value not in choices:
+        raise ValueError(f"{type(owner).__name__}: {name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def flag(owner: ModelSettings, name: str) -> None:
+    if not isinstance(getattr(owner, name), bool):
+        raise ValueError(f"{type(owner).__name__}: {name} must be True or False, got {getattr(owner, name)!r}")
