@@ -156,7 +156,8 @@ def _repeated(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """``frame.iloc[rows]``, in memory that does not grow with the length of its values times
     their repeats: pandas' string columns (Arrow-backed) copy their values on ``iloc``, object
     columns repeat references, so string columns are taken as objects (each value made once)."""
-    arrow = {c: object for c, dtype in frame.dtypes.items() if dtype != object and pd.api.types.is_string_dtype(dtype)}
+    arrow = {c: object for c, dtype in frame.dtypes.items() if not pd.api.types.is_object_dtype(dtype)
+             and pd.api.types.is_string_dtype(dtype)}
     return frame.astype(arrow).iloc[rows].reset_index(drop=True)
 
 
