@@ -43,3 +43,4 @@ def test_the_quickstart_runs_as_written(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     table = run.stdout.split("name", 1)[1]
     assert all(name in table for name in ("BM25", "FirstP", "MaxP")) and "RR@10 p-value" in table
+    assert "another query's text" in run.stdout and "MaxP reads the query: True" in run.stdout

@@ -228,11 +228,12 @@ def _results_plot(tables, random_rr, controls, path: Path) -> Path:
         ax.axhline(bm25, color="gray", linestyle=":", label="BM25")
         ax.set_xticks(x, list(controls))
         ax.set_ylim(0, 1)
-        ax.set_title(f"answer {group} the start")
+        ax.set_title("answer near the start" if group == "near" else "answer beyond token 512")
         ax.set_ylabel("RR" if k == 0 else "")
-    fig.axes[0].legend(fontsize=7, loc="lower left")
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
     fig.suptitle("Bi-encoder FirstP and MaxP: the real query against the controls")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     return path
 

@@ -83,6 +83,7 @@ class BiEncoderFirstP(_BiEncoder):
     Gurevych EMNLP 2019; E5, Wang et al. 2022), zero-shot."""
 
     name = "biencoder_firstp"
+    crops = True  # reading the start only is FirstP's definition: no cropping warning unless warn_cropping=True
     aggregator_args = {"reduce": "first"}
     Settings = BiEncoderFirstPSettings
 
