@@ -19,7 +19,7 @@ The recipe is ``pyterrier_longdoc.training.train_long_document_ranker`` with its
    each epoch are evaluated, the best evaluated model is kept.
 The zero-shot rows are the same models built from the passage stage's cross-encoder, untrained.
 
-Collections (``pyterrier_longdoc.dictionaries``, Debian's dict-gcide, dict-foldoc and dict-wn):
+Collections (``pyterrier_longdoc.data.dictionaries``, Debian's dict-gcide, dict-foldoc and dict-wn):
 definitional queries ("what is <term>") over a dictionary's entries, printed headword first,
 turned into FarRelevant documents of other entries by ``build_far_relevant``: the relevant entry
 in the first 512 tokens (near) or after them (far); each query's candidates are its document,
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
 
 def check_prerequisites(collections: list[str], paths: dict, backbone: str | None) -> None:
     """Every input the run needs, checked before the first minute of training."""
-    from pyterrier_longdoc.dictionaries import DICTIONARIES, dictd_path
+    from pyterrier_longdoc.data.dictionaries import DICTIONARIES, dictd_path
 
     problems = []
     for name in collections:
@@ -488,7 +488,7 @@ def _first_at(k: int, n: int, r: int) -> float:
 def dictionary_data(name: str, path: str | None, sizes: dict, backbone: str, output: Path) -> dict:
     """A dictionary's FarRelevant collection: the document stage's training data, the near and far
     test candidates, the passage stage's triples and a description."""
-    from pyterrier_longdoc.dictionaries import dictionary_task
+    from pyterrier_longdoc.data.dictionaries import dictionary_task
     from pyterrier_longdoc.training.recipe import document_passage_triples
 
     started = time.time()
@@ -802,10 +802,10 @@ class _PisaRetriever:
     def __call__(self, documents: pd.DataFrame):
         from pyterrier_pisa import PisaIndex
 
-        from pyterrier_longdoc.demo import _native_output_silenced
+        from pyterrier_longdoc.data.bm25 import native_output_silenced
 
         index = PisaIndex(str(self.directory), text_field="text", overwrite=True)
-        with _native_output_silenced():
+        with native_output_silenced():
             index.index(documents[["docno", "text"]].to_dict("records"))
             self.bm25 = index.bm25(num_results=1000)
         return self.bm25

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import torch
 
-from ._frames import column_texts, row_label  # noqa: F401 - their home until version 0.2
 from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
 
 # autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,

@@ -20,12 +20,10 @@ FLOORS = {
     "models": 9,
     # above the engine
     "wrap": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
-    # the old names of data/'s modules, kept for older imports
-    "text": 10, "collection": 10, "datasets": 10, "synthetic": 10, "dictionaries": 10, "foldoc": 10,
+    # the applications: the demo imports models, diagnostics and evaluation
     "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
-    # data/ holds leaves and an application: the shape every collection has and its text loader (pandas and
-    # PyTerrier only), which diagnostics build on, and the demo, which imports diagnostics, training and evaluation
-    "data/documents": 1, "data/collection": 2, "data/demo": 11,
+    # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on
+    "data/documents": 1, "data/collection": 2,
 }
 ENGINE = 9  # floors up to this one are the engine
 
@@ -53,7 +51,7 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def unit(parts) -> str:
-    """A module's name in FLOORS: ``data/demo`` where data/'s module has a floor of its own, else the top name."""
+    """A module's name in FLOORS: ``data/collection`` where data/'s module has a floor of its own, else the top name."""
     parts = [part.removesuffix(".py") for part in parts]
     return "/".join(parts[:2]) if "/".join(parts[:2]) in FLOORS else parts[0]
 
@@ -82,11 +80,11 @@ def test_imports_never_run_back_up():
 
 
 def test_units_on_one_floor_above_the_engine_import_none_of_each_other():
-    # diagnostics imported data/ while data/'s demo imported diagnostics: a cycle between two packages
+    # diagnostics imported data/ while the demo, then in data/, imported diagnostics: a cycle between two packages
     sideways = []
     for path in modules():
         mine, here = floor(path), unit(path.relative_to(PACKAGE).parts)
-        if mine <= ENGINE or not (PACKAGE / here).is_dir():  # packages; the old single-file names re-export data/
+        if mine <= ENGINE or not (PACKAGE / here).is_dir():  # packages only
             continue
         for name in imported_modules(path):
             if FLOORS.get(name) == mine and name != here:

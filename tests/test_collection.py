@@ -3,9 +3,9 @@ the same way (topics, qrels, text, documents, positions, split, unpacking)."""
 import pandas as pd
 import pytest
 
-from pyterrier_longdoc.collection import Collection
+from pyterrier_longdoc.data.collection import Collection
 from pyterrier_longdoc.diagnostics import build_far_relevant
-from pyterrier_longdoc.synthetic import make_collection
+from pyterrier_longdoc.data.synthetic import make_collection
 
 POSITION_COLUMNS = ["qid", "docno", "char_start", "char_end"]
 

@@ -5,7 +5,7 @@ import ir_datasets
 import pandas as pd
 import pytest
 
-from pyterrier_longdoc.datasets import COLLECTIONS, DocumentText, fold_splits, load_collection
+from pyterrier_longdoc.data.datasets import COLLECTIONS, DocumentText, fold_splits, load_collection
 
 Query = namedtuple("Query", "query_id text")
 RobustQuery = namedtuple("RobustQuery", "query_id title description narrative")

@@ -3,7 +3,7 @@
 import pytest
 from helpers import random_dictionary, write_dictd
 
-from pyterrier_longdoc.foldoc import foldoc_entries, foldoc_task
+from pyterrier_longdoc.data.foldoc import foldoc_entries, foldoc_task
 
 ENTRIES = [
     ("compiler", "   <language> A program that translates source code written in a {high-level language}\n"

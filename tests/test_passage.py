@@ -149,8 +149,8 @@ def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
 
 
 def test_synthetic_passage_triples_cut_negatives_from_the_topics_hard_negatives():
-    from pyterrier_longdoc.synthetic import make_collection
-    from pyterrier_longdoc.synthetic import passage_triples as synthetic_triples
+    from pyterrier_longdoc.data.synthetic import make_collection
+    from pyterrier_longdoc.data.synthetic import passage_triples as synthetic_triples
 
     collection = make_collection(n_queries=6)
     train = collection.split("train")

@@ -9,13 +9,13 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
-from pyterrier_longdoc import synthetic
-from pyterrier_longdoc.synthetic import NEGATIVE_KINDS, SyntheticCollection, make_collection
+from pyterrier_longdoc.data import synthetic
+from pyterrier_longdoc.data.synthetic import NEGATIVE_KINDS, SyntheticCollection, make_collection
 
 FRAMES = ("docs", "topics", "qrels", "answers")
 # Hashing the docs in a fresh process (with its own hash() salt) checks cross-process determinism.
 DOCS_DIGEST = (
-    "import hashlib; from pyterrier_longdoc.synthetic import make_collection; "
+    "import hashlib; from pyterrier_longdoc.data.synthetic import make_collection; "
     "print(hashlib.sha256(make_collection().docs.to_csv().encode()).hexdigest())"
 )
 

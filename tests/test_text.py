@@ -6,7 +6,7 @@ import pyterrier as pt
 import pytest
 from irds_standin import register_standin
 
-from pyterrier_longdoc.text import MalformedInputError, TextLoader, read_documents
+from pyterrier_longdoc.data.documents import MalformedInputError, TextLoader, read_documents
 
 RESULTS = pd.DataFrame({"qid": ["1", "1", "2"], "query": ["q", "q", "r"], "docno": ["D2", "D1", "D2"],
                         "score": [3.0, 2.0, 1.0]})

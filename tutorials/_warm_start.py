@@ -25,7 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from pyterrier_longdoc.demo import packaged_minilm
-from pyterrier_longdoc.synthetic import make_collection, passage_triples
+from pyterrier_longdoc.data.synthetic import make_collection, passage_triples
 
 # 160 queries: 60 to train on, 100 to test on (50 near, 50 far); four documents per query, so a
 # random order of a query's candidates gives RR (1 + 1/2 + 1/3 + 1/4) / 4 = 0.521.

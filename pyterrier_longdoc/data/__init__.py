@@ -6,11 +6,9 @@
 - ``datasets``: ir_datasets collections as long-document tasks with folds (``load_collection``);
 - ``synthetic``: the generated collection of the demo and the tutorials (answers near or far);
 - ``longembed``: LongEmbed's passkey and needle retrieval tasks, generated at its lengths (256 to 32,768);
-- ``bm25``: BM25 in pure Python (PISA's scoring), the first stage where PyTerrier-PISA does not install;
-- ``dictionaries``, ``foldoc``: definition-finding tasks from Debian's dictd dictionaries (benchmarks);
-- ``demo``: the demo (``pyterrier-longdoc demo``): bi-encoder FirstP and MaxP on the synthetic
-  collection, compared on near and far queries with query controls.
+- ``bm25``: the first stage: PISA's BM25, or BM25 in pure Python (PISA's scoring) where PyTerrier-PISA does
+  not install;
+- ``dictionaries``, ``foldoc``: definition-finding tasks from Debian's dictd dictionaries (benchmarks).
 
-The package's old module names (``pyterrier_longdoc.synthetic``, ``.text``, ...) still import
-these modules.
+The demo, an application of these and of the models, is ``pyterrier_longdoc.demo``.
 """

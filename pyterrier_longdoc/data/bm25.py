@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -130,16 +132,31 @@ class BM25(pt.Transformer):
 
 
 def bm25_retriever(docs: pd.DataFrame, index_dir: str | Path, *, num_results: int = 1000,
-                   indexing=None) -> pt.Transformer:
+                   quiet: bool = True) -> pt.Transformer:
     """BM25 over ``docs`` (``docno, text``): PISA's, indexed into ``index_dir`` (overwritten), where
     PyTerrier-PISA is installed; elsewhere (PISA has Linux x86_64 wheels only) :class:`BM25`, in
-    memory, and ``index_dir`` is left alone. ``indexing``: a context manager around PISA's
-    indexing (the demo's silences PISA's native log)."""
+    memory, and ``index_dir`` is left alone. ``quiet``: PISA's native log of every step of indexing
+    and compressing is not shown."""
     try:
         from pyterrier_pisa import PisaIndex
     except ImportError:
         return BM25(docs, num_results=num_results)
     index = PisaIndex(str(index_dir), text_field="text", overwrite=True)
-    with indexing if indexing is not None else contextlib.nullcontext():
+    with native_output_silenced() if quiet else contextlib.nullcontext():
         index.index(docs.to_dict("records"))
         return index.bm25(num_results=num_results)
+
+
+@contextlib.contextmanager
+def native_output_silenced():
+    """Sends what native code writes to file descriptors 1 and 2 to /dev/null (Jupyter, too,
+    forwards the descriptors to the notebook)."""
+    sys.stdout.flush(), sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1), os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+        os.close(saved[0]), os.close(saved[1])

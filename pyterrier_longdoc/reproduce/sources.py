@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.datasets import LongDocCollection, load_collection
-from ..data.demo import _native_output_silenced
+from ..data.bm25 import native_output_silenced
 from .registry import Column
 
 __all__ = ["Sources"]
@@ -96,7 +96,7 @@ def _pisa_index(folder: Path, records):
     from pyterrier_pisa import PisaIndex
 
     index = PisaIndex(str(folder), text_field="text", overwrite=True)
-    with _native_output_silenced():
+    with native_output_silenced():
         index.index(records)
     return index
 
