@@ -385,7 +385,7 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
                "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-    values = pd.DataFrame({ranking: _per_query(model(candidates.assign(query=query)), qrels, measure)
+    values = pd.DataFrame({ranking: _values_per_query(model(candidates.assign(query=query)), qrels, measure)
                            .reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
@@ -436,11 +436,11 @@ def _random_order_values(candidates, qids: pd.Index, qrels, measure, shuffles: i
         return copies.assign(qid=copies["qid"].to_numpy().astype(str) + "\t" + suffix)
 
     run = per_shuffle(candidates[["qid", "docno"]]).assign(score=lambda f: rng.random(len(f)))
-    values = _per_query(run, per_shuffle(qrels[qrels["qid"].isin(set(qids))]), measure)
+    values = _values_per_query(run, per_shuffle(qrels[qrels["qid"].isin(set(qids))]), measure)
     return values.groupby(values.index.str.split("\t").str[0]).sum().reindex(qids, fill_value=0.0) / shuffles
 
 
-def _per_query(run: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.Series:
+def _values_per_query(run: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.Series:
     """``measure`` of each query of ``run`` (``qid, docno, score``), by qid."""
     import ir_measures
 
