@@ -48,7 +48,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
                          steps: int | None = None, epochs: int = 1, lr: float = 1e-4, head_lr: float | None = None,
                          batch_size: int = 8, warmup: float = 0.1, loss: str = "margin",
                          negatives_per_query: int = 1, top_k: int = 20, max_length: int = 256, seed: int = 42,
-                         dtype: str | torch.dtype | None = "auto",
+                         dtype: str | torch.dtype | None = None,
                          device: str | torch.device | None = None, verbose: bool = False, progress: bool = True,
                          attention_dropout: float | None = None, bf16: bool | None = None) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
@@ -84,10 +84,11 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             batch's other passages).
         max_length: tokens of query + passage.
         seed: sampling of negatives, the head's initialisation and the data order.
-        dtype: mixed precision, as the models take it: ``"auto"`` (default: bf16 on CUDA GPUs and
-            CPUs that have it natively, fp16 on older GPUs, else fp32), ``"bf16"``, ``"fp16"``
-            (GPUs only), ``"fp32"``, ``None`` (bf16 or fp16 on CUDA, fp32 elsewhere) or a
-            ``torch.dtype``; ``"int8"`` quantizes inference only, so it trains in fp32.
+        dtype: mixed precision, as the models take it, with their default: ``None`` (default: bf16
+            or fp16 on CUDA, fp32 elsewhere, so that a recipe without ``dtype`` trains both stages
+            alike on every CPU), ``"auto"`` (also bf16 on CPUs that have it natively), ``"bf16"``,
+            ``"fp16"`` (GPUs only), ``"fp32"`` or a ``torch.dtype``; ``"int8"`` quantizes inference
+            only, so it trains in fp32.
         device: where to train; default CUDA if available, else MPS if available, else the CPU.
         verbose: the loading reports of transformers and sentence-transformers, and each logged
             loss, printed.
@@ -161,7 +162,7 @@ def _dtype_of(dtype, bf16: bool | None):
     """``dtype``, or what the deprecated ``bf16`` flag says."""
     if bf16 is None:
         return dtype
-    if dtype != "auto":
+    if dtype is not None:
         raise TypeError("give dtype only: bf16= is its deprecated form")
     warnings.warn("train_passage_ranker(bf16=...) is deprecated: use dtype='bf16' or dtype='fp32'",
                   DeprecationWarning, stacklevel=3)
