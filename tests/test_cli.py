@@ -97,7 +97,8 @@ def test_help_and_version_load_neither_torch_nor_pandas():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines()[-1] == "[]"
     loaded = subprocess.run([sys.executable, "-c", "import pyterrier_longdoc as pl, sys; pl.training; pl.MaxP; "
-                             "print('torch' in sys.modules, pl.text.TextLoader is pl.TextLoader)"],
+                             "from pyterrier_longdoc.data import documents; "
+                             "print('torch' in sys.modules, documents.TextLoader is pl.TextLoader)"],
                             capture_output=True, text=True, check=True)
     assert loaded.stdout.split() == ["True", "True"]
 

@@ -129,7 +129,8 @@ def test_parameters_are_checked_and_runtime_options_are_parameters(tiny_bert):
     model.set_parameter("stride", 2)
     assert model.chunk_spans("the cat " * 4)[:2] == [(0, 4), (2, 6)]
     model.set_parameter("stride", 100)
-    with pytest.raises(ValueError, match=r"set_parameter \(stride=100\) do not work together: MaxPSettings: stride \(100\) > window"):
+    with pytest.raises(ValueError,
+                       match=r"set_parameter \(stride=100\) do not work together: MaxPSettings: stride \(100\) > window"):
         model.predict(("q", "d"))
     model.set_parameter("stride", 4)
     with pytest.raises(ValueError, match="window must be a positive integer"):
