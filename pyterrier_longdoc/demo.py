@@ -11,8 +11,9 @@ constant query), the demo's conclusions (checked: it fails when one does not hol
 
 Why a bi-encoder, not the library's trained cross-encoders: at CPU scale (a few hundred passage
 steps of MiniLM) the cross-encoder's passage stage learns what an answer looks like, not which
-query it answers; on this collection its FirstP ranks at a random order's level with the real
-query and with the controls alike. The bi-encoder reads the query with no training at all.
+query it answers: on this collection its FirstP and MaxP rank near a random order, and document
+training keeps them there (benchmarks/results/tutorial-warm-start-answer-shaped-2026-11-27.md).
+The bi-encoder reads the query with no training at all.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from pyterrier.measures import RR, nDCG
 
 from .evaluation import query_controls, reads_the_query
 from .models import BiEncoderFirstP, BiEncoderMaxP
-from .packaged import packaged_minilm  # noqa: F401 - its home in version 0.2
+from .packaged import packaged_minilm
 from ._runtime import Runtime, native_bf16_cpu
 from .data.synthetic import make_collection
 
