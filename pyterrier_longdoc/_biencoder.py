@@ -87,12 +87,9 @@ class BiEncoderModel(LongDocModel):
         if progress is not None:
             progress.update(len(texts) - len(first_row))
         stored = [self._windows_seen[(precision, text)] for text in texts]
-        count = max(len(vectors) for vectors in stored)
-        windows = stored[0].new_zeros((len(texts), count, stored[0].shape[-1]))
-        mask = torch.zeros((len(texts), count), dtype=torch.bool, device=windows.device)
-        for row, vectors in enumerate(stored):
-            windows[row, :len(vectors)], mask[row, :len(vectors)] = vectors, True
-        return windows, mask
+        windows = torch.nn.utils.rnn.pad_sequence(stored, batch_first=True)
+        counts = torch.tensor([len(vectors) for vectors in stored], device=windows.device)
+        return windows, torch.arange(windows.shape[1], device=windows.device) < counts[:, None]
 
     def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""
