@@ -6,7 +6,6 @@ is ``_hub``; training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 from pathlib import Path
@@ -25,6 +24,7 @@ from ._hub import Publishing
 from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
+from ._placement import RuntimeOptions
 from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
 from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
@@ -47,7 +47,6 @@ class _ClassOnly:
 
 
 # what a model reads from its Runtime at every use; set them there (model.runtime.dtype = "bf16")
-_RUNTIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Runtime))
 
 
 def _register_models() -> None:
@@ -58,7 +57,8 @@ def _register_models() -> None:
     importlib.import_module(f"{__package__}.models")
 
 
-class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator, pt.Artifact):
+class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator,
+                      pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -168,13 +168,6 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         self.training_data: dict | None = None
         self.training_options: dict | None = None
 
-    def place(self, device: str | torch.device | list) -> None:
-        """Moves the model to ``device``, or shares inference batches among a list of devices (as
-        the ``device`` argument of the constructor, and of ``predict``)."""
-        Runtime(device=device).available_devices()  # checked before anything changes
-        self.runtime.device = device
-        self.place_weights()
-
     def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         self.config, self.model = config, model
         self._settings = type(self).Settings.from_dict(config.settings)
@@ -183,54 +176,6 @@ class LongDocReranker(DocumentScoring, PairScoring, Parameters, Publishing, pt.E
         self.place_weights()
         set_attention(model.encoder, self.runtime.attn_implementation)
         pt.Artifact.__init__(self, path)
-
-    def __setattr__(self, name: str, value) -> None:
-        # a runtime option without its property here (dtype, device, ...) would be an attribute nothing reads
-        own = getattr(type(self), name, None)
-        if name in _RUNTIME_FIELDS and not (isinstance(own, property) and own.fset is not None):
-            raise AttributeError(f"{type(self).__name__} reads {name!r} from its runtime at every use: set "
-                                 f"model.runtime.{name} = {value!r}")
-        super().__setattr__(name, value)
-
-    # read from the runtime at every use, never copied: model.runtime.dtype = "bf16" changes the next call
-    devices = property(lambda self: self.runtime.available_devices(),
-                       doc="the devices the model runs on (runtime.device)")
-    device = property(lambda self: self.runtime.available_devices()[0],
-                      doc="the first device: training's and the weights'")
-    int8 = property(lambda self: self.runtime.int8, doc="whether inference quantizes the encoder to int8")
-    autocast_dtype = property(lambda self: self.runtime.autocast_dtype(), doc="the autocast dtype (None: fp32)")
-
-    def place_weights(self) -> None:
-        """The engine on the runtime's first device, its weights in the runtime's dtype: called before
-        every use, so a change of ``runtime.device`` or ``runtime.dtype`` takes effect at the next call."""
-        device = self.device
-        placed = (device, self.runtime.weights_dtype(device))
-        if self._placed != placed:
-            self.model.to(device)
-            hold_parameters(self.model, placed[1])
-            self._replicas.clear()
-            self._placed = placed
-
-    # the runtime options, also as attributes of the model
-    batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
-    text_field = property(lambda self: self.runtime.text_field, lambda self, v: setattr(self.runtime, "text_field", v))
-    verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
-    warn_cropping = property(lambda self: self.runtime.warn_cropping,
-                             lambda self, v: setattr(self.runtime, "warn_cropping", v))
-    max_batch_tokens = property(lambda self: self.runtime.max_batch_tokens,
-                                lambda self, v: setattr(self.runtime, "max_batch_tokens", v))
-
-    @property
-    def attn_implementation(self) -> str:
-        """transformers' attention kernel of the encoder (set it to change it: ``"eager"``, ``"sdpa"``,
-        ``"flash_attention_2"``, ...)."""
-        return self.model.encoder.config._attn_implementation
-
-    @attn_implementation.setter
-    def attn_implementation(self, value: str) -> None:
-        self.runtime.attn_implementation = value
-        set_attention(self.model.encoder, value)
-        self._replicas.clear()
 
     @property
     def settings(self) -> dict[str, Any]:
