@@ -92,6 +92,11 @@ def check(name: str, build, frame, reference, reps: int) -> dict:
         row[f"{label}_scores"], row[f"{label}_docs_per_s"] = scores, len(frame) / C.median(times)
         row[f"{label}_peak_mb"] = memory
         row[f"{label}_weights"] = str(next(model.model.encoder.parameters()).dtype).removeprefix("torch.")
+        C.instrument(model)  # after the timed rounds: on a GPU it waits for each encoder call's kernels
+        _, stages = C.measured(lambda model=model: C.score_fresh(model, frame))
+        row[f"{label}_shares"] = {"tokenize wait": stages.tokenize / stages.wall, "encoder": stages.encode / stages.wall,
+                                  "plan + batches": (stages.plan + stages.batches) / stages.wall,
+                                  "aggregator": stages.aggregate / stages.wall, "other": stages.other / stages.wall}
     row["bf16_vs_fp32_max_diff"] = float(np.abs(row["bf16_scores"] - row["fp32_scores"]).max())
     row["bf16_vs_fp32_tau"] = kendall_tau(frame, row["bf16_scores"], row["fp32_scores"])
     if reference is not None:
@@ -146,6 +151,11 @@ def main(argv=None) -> int:
                      r["fp32_peak_mb"] or "-", r["bf16_weights"], r["bf16_vs_fp32_max_diff"], r["bf16_vs_fp32_tau"],
                      r.get("reference_docs_per_s", "-"), r.get("vs_reference_max_diff", "-")] for r in rows],
                    title="bf16 against fp32 and against the owners' code (CrossEncoder.predict, transformers' forward)")
+    shares = C.table(["model", "dtype", *rows[0]["fp32_shares"]],
+                     [[r["model"], label, *(C.pct(v) for v in r[f"{label}_shares"].values())]
+                      for r in rows for label in ("bf16", "fp32")],
+                     title="Where the time goes (shares of one end-to-end call, the encoder's kernels waited for)")
+    text += "\n\n" + shares
     took = f"took {time.time() - started:.0f} s"
     return C.finish_run(None if args.quick else args.results, "gpu-check", ".txt", header, text, rows, took)
 

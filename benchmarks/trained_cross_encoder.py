@@ -54,7 +54,7 @@ def foldoc_entries(path: Path = FOLDOC, min_words: int = 30) -> list[tuple[str, 
 
 
 def train(out: Path, n_triples: int = 400, seed: int = 0, epochs: int = 1, lr: float = 1e-4,
-          batch_size: int = 16) -> Path:
+          batch_size: int = 16, device: str = "cpu") -> Path:
     """Trains the cross-encoder with binary cross-entropy on (term, definition) labels 1 and 0, in
     a plain AdamW loop over sentence-transformers' ``CrossEncoder`` model and tokenizer (its
     legacy ``fit`` left the loss at chance, 0.69, in two tries here), and saves it with
@@ -70,7 +70,7 @@ def train(out: Path, n_triples: int = 400, seed: int = 0, epochs: int = 1, lr: f
         _, negative = rng.choice(entries[n_triples:])
         pairs += [(term, definition, 1.0), (term, negative, 0.0)]
     torch.manual_seed(seed)
-    ce = CrossEncoder(C.minilm_path(), num_labels=1, max_length=128, device="cpu")
+    ce = CrossEncoder(C.minilm_path(), num_labels=1, max_length=128, device=device)
     model, tokenizer = ce.model, ce.tokenizer
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -84,7 +84,8 @@ def train(out: Path, n_triples: int = 400, seed: int = 0, epochs: int = 1, lr: f
             batch = pairs[start:start + batch_size]
             inputs = tokenizer([p[0] for p in batch], [p[1] for p in batch], padding=True, truncation=True,
                                max_length=128, return_tensors="pt")
-            loss = loss_fn(model(**inputs).logits[:, 0], torch.tensor([p[2] for p in batch]))
+            inputs = inputs.to(device)
+            loss = loss_fn(model(**inputs).logits[:, 0], torch.tensor([p[2] for p in batch], device=device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -125,10 +126,11 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate (1e-4)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--device", default="cpu", help="where to train: cpu (default) or cuda")
     args = parser.parse_args(argv)
     C.set_threads(args.threads)
     C.silence_loading()
-    print(train(Path(args.out), args.triples, epochs=args.epochs, lr=args.lr))
+    print(train(Path(args.out), args.triples, epochs=args.epochs, lr=args.lr, device=args.device))
     return 0
 
 

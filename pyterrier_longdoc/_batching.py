@@ -155,28 +155,37 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and any(text in str(error) for text in _OUT_OF_MEMORY)
 
 
-# The largest batch that fitted, per ``run`` callable: the scoring loop makes one callable per
-# call, so a size learned on one batch holds for the rest of that call (and is forgotten with it).
-_FITTED: weakref.WeakKeyDictionary[Callable, int] = weakref.WeakKeyDictionary()
+# The largest batch that fitted, per ``run`` callable (or ``key``: a model, for its own encoder), so
+# a size learned on one batch holds for the batches after it; inference forgets it at each call.
+_FITTED: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
 
 
-def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:
+def forget_fitted_batch_size(key: object) -> None:
+    """Start again from the full batch size for ``key`` (what ``run_with_backoff`` learned)."""
+    _FITTED.pop(key, None)
+
+
+def run_with_backoff(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor],
+                     key: object = None) -> list[tuple[np.ndarray, torch.Tensor]]:
     """``run(batch)``; on an out-of-memory error (CUDA, MPS or a CPU allocation), halve the batch
     and retry, down to one sequence. The size that worked is kept for every later batch given
-    with the same ``run``, so one OOM is not paid again on each of them.
+    with the same ``run`` (or the same ``key``, e.g. the model whose encoder ``run`` calls), so
+    one OOM is not paid again on each of them.
 
     Returns (chunk indices, output) pieces. Only out-of-memory errors are caught.
     """
+    key = run if key is None else key
     pieces, start = [], 0
     while start < len(batch):
-        size = _FITTED.get(run, len(batch))  # read again each time: an OOM on a piece lowers it
+        size = _FITTED.get(key, len(batch))  # read again each time: an OOM on a piece lowers it
         part = batch if start == 0 and size >= len(batch) else batch.select(slice(start, start + size))
-        pieces += _run_halving(part, run)
+        pieces += _run_halving(part, run, key)
         start += len(part)
     return pieces
 
 
-def _run_halving(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -> list[tuple[np.ndarray, torch.Tensor]]:
+def _run_halving(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor],
+                 key: object) -> list[tuple[np.ndarray, torch.Tensor]]:
     try:
         return [(batch.index, run(batch))]
     except Exception as error:  # noqa: BLE001 - re-raised below unless it is an OOM
@@ -191,7 +200,7 @@ def _run_halving(batch: ChunkBatch, run: Callable[[ChunkBatch], torch.Tensor]) -
         torch.cuda.empty_cache()
     first, second = batch.split()
     try:
-        _FITTED[run] = min(len(first), _FITTED.get(run, len(first)))
+        _FITTED[key] = min(len(first), _FITTED.get(key, len(first)))
     except TypeError:  # a callable that takes no weak reference: halve every batch anew
         pass
-    return run_with_backoff(first, run) + run_with_backoff(second, run)
+    return run_with_backoff(first, run, key) + run_with_backoff(second, run, key)

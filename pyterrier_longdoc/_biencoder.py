@@ -16,7 +16,7 @@ import torch
 
 from ._batching import ChunkBatch
 from ._chunking import Chunking, SpecialLayout
-from ._model import LongDocModel, Scored
+from ._model import LongDocModel, Scored, Tokens
 
 
 # documents whose window embeddings inference keeps (the oldest dropped first): ~150 MB at width 384
@@ -95,12 +95,16 @@ class BiEncoderModel(LongDocModel):
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""
         return LongDocModel.encode(self, batch)
 
+    def _encode_queries_on_device(self, batch: ChunkBatch) -> torch.Tensor:
+        return self.encode_queries(batch.to(self.device))
+
     def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,
-              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None) -> Scored:
-        with self._stage("tokenize"):
-            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
-        with self._stage("tokenize"):
-            doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None,
+              tokens: Tokens | None = None) -> Scored:
+        if tokens is None:
+            with self._stage("tokenize"):
+                tokens = self.tokenize(queries, texts)
+        query_ids, doc_ids = tokens.query_ids, tokens.doc_ids
         distinct: dict[str, tuple[int, int]] = {}  # query -> (its index among the distinct ones, its first row)
         for row, query in enumerate(queries):
             distinct.setdefault(query, (len(distinct), row))
@@ -109,9 +113,9 @@ class BiEncoderModel(LongDocModel):
         nothing = np.empty(0, dtype=np.int32)
         query_vectors, _ = self.encode_chunks(
             [nothing] * len(unique), unique, self.query_chunking, self.query_layout, batch_size=batch_size,
-            progress=None, workers=workers or [lambda batch: self.encode_queries(batch.to(self.device))])
+            progress=None, workers=workers or [self._encode_queries_on_device])
         windows, mask = self._document_windows(texts, doc_ids, batch_size=batch_size, progress=progress,
                                                workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):
             scores = self.aggregator((windows, query_vectors[:, 0][which.to(windows.device)]), mask).float()
-        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+        return Scored(scores, int(tokens.query_cropped.sum()), int(tokens.doc_cropped.sum()))

@@ -1,4 +1,4 @@
-"""Tokenize once, crop, and cut documents into the chunks a model reads.
+"""Cut documents into the chunks a model reads (the ids come from ``_tokenization``).
 
 A chunk sequence is ``[CLS] q [SEP] chunk [SEP]`` (or whatever pair layout the tokenizer
 uses), token type 0 for the query part and 1 for the document part. Texts are tokenized
@@ -7,28 +7,13 @@ once serves every query that retrieves it.
 """
 from __future__ import annotations
 
-import hashlib
-import re
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._text import text_only_backend, without_lone_surrogates
-
 CHUNK_SELECTIONS = ("first", "first_last_even")
 DISJOINT_SPLITS = ("even", "fill")
 
-# Characters of text per token are at least 1 for WordPiece and SentencePiece, and bytes per
-# token at least 1 for byte-level BPE; a prefix of this many characters per wanted token (cut
-# at white space, so the cut never splits a word) is almost always long enough; when it is
-# not, the prefix doubles.
-_CHARS_PER_TOKEN = 8
-_WHITESPACE = re.compile(r"\s")
-_TOKENIZER_BATCH = 256
-# what a cache entry costs besides its ids: the key, the tuple, the array header, the dict slot
-_ENTRY_OVERHEAD = 200
 
 
 @dataclass(frozen=True)
@@ -192,146 +177,3 @@ class Chunking:
         if self.max_chunks is not None and self.chunk_selection == "first":
             cap = min(cap, (self.max_chunks - 1) * stride + window)
         return cap
-
-
-class Tokenization:
-    """Tokenizes texts to id arrays without special tokens, each text once.
-
-    User text stays text: a literal ``[SEP]``, ``<s>`` or ``</s>`` in a query or document is
-    read as characters, never as a special token (see :func:`text_only_backend`); lone
-    surrogates are read as U+FFFD. A cache keyed by a hash of (text, limit) and bounded by the
-    bytes of the ids it holds (``cache_bytes``) serves a document scored by several models or
-    pipelines in the same process; it never keeps the texts themselves.
-    """
-
-    def __init__(self, tokenizer, cache_bytes: int = 64 << 20, prefix: str = ""):
-        self.tokenizer = tokenizer
-        self.cache_bytes = cache_bytes
-        self.prefix = prefix
-        self._cache: OrderedDict[bytes, tuple[np.ndarray, bool]] = OrderedDict()
-        self._cached_bytes = 0
-        self.encode = text_encoder(tokenizer, prefix)
-
-    def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
-        ids: list[np.ndarray | None] = [None] * len(texts)
-        cropped = np.zeros(len(texts), dtype=bool)
-        todo: dict[bytes, list[int]] = {}
-        for i, text in enumerate(texts):
-            key = _cache_key(text, max_tokens)
-            hit = self._cache.get(key)
-            if hit is None:
-                todo.setdefault(key, []).append(i)
-            else:
-                self._cache.move_to_end(key)
-                ids[i], cropped[i] = hit
-        unique = list(todo)
-        for start in range(0, len(unique), _TOKENIZER_BATCH):  # slices bound the tokenizer's own memory
-            keys = unique[start:start + _TOKENIZER_BATCH]
-            texts_slice = [without_lone_surrogates(texts[todo[key][0]]) for key in keys]
-            for key, (tokens, was_cropped) in zip(keys, self._tokenize(texts_slice, max_tokens)):
-                for i in todo[key]:
-                    ids[i], cropped[i] = tokens, was_cropped
-                self._remember(key, (tokens, was_cropped))
-        return ids, cropped
-
-    def __getstate__(self) -> dict:
-        # pickled (e.g. for PyTerrier's .parallel()) without the encode closure, rebuilt on load
-        state = self.__dict__.copy()
-        del state["encode"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.encode = text_encoder(self.tokenizer, self.__dict__.get("prefix", ""))
-
-    @property
-    def cached_bytes(self) -> int:
-        """Bytes the cache holds (ids and per-entry overhead), at most ``cache_bytes``."""
-        return self._cached_bytes
-
-    def clear(self) -> None:
-        """Forget every cached text (e.g. to time tokenizing again)."""
-        self._cache.clear()
-        self._cached_bytes = 0
-
-    def _remember(self, key: bytes, value: tuple[np.ndarray, bool]) -> None:
-        size = value[0].nbytes + _ENTRY_OVERHEAD
-        if size > self.cache_bytes:
-            return
-        self._cache[key] = value
-        self._cached_bytes += size
-        while self._cached_bytes > self.cache_bytes:
-            _, (old, _) = self._cache.popitem(last=False)
-            self._cached_bytes -= old.nbytes + _ENTRY_OVERHEAD
-
-    def _tokenize(self, texts: list[str], max_tokens: int) -> list[tuple[np.ndarray, bool]]:
-        # Only a prefix of each text is tokenized, so a 1,000,000-character document costs
-        # what its first max_tokens tokens cost.
-        result: list[tuple[np.ndarray, bool] | None] = [None] * len(texts)
-        budget = max_tokens * _CHARS_PER_TOKEN + 64
-        pending = list(range(len(texts)))
-        while pending:
-            prefixes = [_prefix(texts[i], budget) for i in pending]
-            retry = []
-            for i, prefix, tokens in zip(pending, prefixes, self.encode(prefixes)):
-                text_was_cut = len(prefix) < len(texts[i])
-                if text_was_cut and len(tokens) <= max_tokens:
-                    retry.append(i)  # the prefix was too short to fill max_tokens: take more text
-                    continue
-                cropped = len(tokens) > max_tokens or text_was_cut
-                result[i] = (np.asarray(tokens[:max_tokens], dtype=np.int32), cropped)  # int32: half the cache
-            pending, budget = retry, budget * 2
-        return result  # type: ignore[return-value]
-
-
-def text_encoder(tokenizer, prefix: str = "") -> Callable[[list[str]], list[list[int]]]:
-    """``encode(texts)``: the token ids of each text, without special tokens, text kept as text.
-
-    A fast tokenizer is run through a private copy of its Rust backend (:func:`text_only_backend`);
-    a Python-only ("slow") tokenizer with ``split_special_tokens=True``.
-
-    With a ``prefix`` (``"query: "``), a text is tokenized as it reads after it, as RankLLaMA and
-    sentence-transformers tokenize ``prefix + text``: ``prefix + text`` is tokenized and the
-    tokens of the prefix without its trailing white space are dropped, so the space goes with
-    the text's first word as the tokenizer joins them (byte-level BPE's ``Ġword``). Where the
-    tokenizer joins the prefix with the text itself, the text is tokenized alone.
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        backend = text_only_backend(backend)
-        encode = lambda texts: [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]  # noqa: E731
-    else:
-        encode = lambda texts: tokenizer(texts, add_special_tokens=False, split_special_tokens=True,  # noqa: E731
-                                         return_attention_mask=False, return_token_type_ids=False,
-                                         verbose=False)["input_ids"]
-    if not prefix:
-        return encode
-    head = encode([prefix.rstrip()])[0] if prefix.rstrip() else []
-
-    def encode_after_prefix(texts: list[str]) -> list[list[int]]:
-        joined = encode([prefix + text for text in texts])
-        alone = [i for i, ids in enumerate(joined) if ids[:len(head)] != head]
-        for i, ids in zip(alone, encode([texts[i] for i in alone]) if alone else []):
-            joined[i] = head + ids
-        return [ids[len(head):] for ids in joined]
-
-    return encode_after_prefix
-
-
-def _cache_key(text: str, max_tokens: int) -> bytes:
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16)
-    digest.update(max_tokens.to_bytes(8, "little"))
-    return digest.digest()
-
-
-def _prefix(text: str, n_chars: int) -> str:
-    if len(text) <= n_chars:
-        return text
-    # cut at the last white space inside the prefix, so no word is split by the cut
-    head = text[:n_chars]
-    last = None
-    for last in _WHITESPACE.finditer(head, max(0, n_chars - 1000)):  # noqa: B007 - the last white space is wanted
-        pass
-    return head[:last.start()] if last else head
-

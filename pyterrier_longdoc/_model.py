@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
-from ._chunking import Chunking, SpecialLayout, Tokenization
+from ._chunking import Chunking, SpecialLayout
+from ._tokenization import Tokenization
 from ._config import WEIGHTS_NAME, ModelConfig
 from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
 from ._files import file_sha256
@@ -26,6 +27,16 @@ from ._runtime import Runtime
 from ._weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
                        scores_windows)
 from .aggregators.base import Aggregator
+
+
+@dataclass
+class Tokens:
+    """The ids a model reads of (query, document) pairs (``LongDocModel.tokenize``), and which were cropped."""
+
+    query_ids: list[np.ndarray]
+    query_cropped: np.ndarray
+    doc_ids: list[np.ndarray]
+    doc_cropped: np.ndarray
 
 
 @dataclass
@@ -111,9 +122,8 @@ class LongDocModel(ObservedStages, nn.Module):
         eos = reads_last if chunking.append_eos is None else chunking.append_eos
         self.layout = self.sequence_layout(tokenizer, chunking, eos=eos)
         chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
-        self.tokenization = Tokenization(tokenizer, prefix=chunking.doc_prefix)
-        self.query_tokenization = (Tokenization(tokenizer, prefix=chunking.query_prefix)
-                                   if chunking.query_prefix != chunking.doc_prefix else self.tokenization)
+        self.tokenization = Tokenization.shared(tokenizer, prefix=chunking.doc_prefix)
+        self.query_tokenization = Tokenization.shared(tokenizer, prefix=chunking.query_prefix)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -160,7 +170,8 @@ class LongDocModel(ObservedStages, nn.Module):
         # oneDNN's kernel has no autocast rule and no gradient: fp32 inference only
         onednn = (self.runs_onednn_linears and not torch.is_grad_enabled()
                   and not torch.is_autocast_enabled("cpu"))
-        with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn):
+        with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn), \
+                _native_precision(self.encoder, batch.input_ids.device):
             output = self.encoder(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,
@@ -187,22 +198,31 @@ class LongDocModel(ObservedStages, nn.Module):
         (ids,), _ = self.tokenization([text], self.chunking.tokens_read(self.layout))
         return self.chunking.spans(len(ids), self.layout)
 
+    def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> Tokens:
+        """The ids this model reads of each query and document (cropped to what it reads)."""
+        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
+        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        return Tokens(query_ids, query_cropped, doc_ids, doc_cropped)
+
     def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,
-              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None) -> Scored:
+              workers: Sequence[Callable[[ChunkBatch], torch.Tensor]] | None = None,
+              tokens: Tokens | None = None) -> Scored:
         """Scores of ``(queries[i], texts[i])``; keeps gradients unless called under no_grad.
 
         ``workers`` encode batches instead of this model (e.g. replicas on other devices, each
-        taking a CPU batch); with several, batches are shared among them in threads.
+        taking a CPU batch); with several, batches are shared among them in threads. ``tokens``:
+        the pairs' ids from :meth:`tokenize`, when they were tokenized ahead (inference does, on
+        another thread, while the encoder runs the group before).
         """
-        with self._stage("tokenize"):
-            query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
-        with self._stage("tokenize"):
-            doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
-        features, mask = self.encode_chunks(query_ids, doc_ids, self.chunking, self.layout, batch_size=batch_size,
-                                             progress=progress, workers=workers or [self._encode_on_device])
+        if tokens is None:
+            with self._stage("tokenize"):
+                tokens = self.tokenize(queries, texts)
+        features, mask = self.encode_chunks(tokens.query_ids, tokens.doc_ids, self.chunking, self.layout,
+                                             batch_size=batch_size, progress=progress,
+                                             workers=workers or [self._encode_on_device])
         with self._stage("aggregate"):
             scores = self.aggregator(features, mask).float()
-        return Scored(scores, int(query_cropped.sum()), int(doc_cropped.sum()))
+        return Scored(scores, int(tokens.query_cropped.sum()), int(tokens.doc_cropped.sum()))
 
     def _encode_on_device(self, batch: ChunkBatch):
         return self.encode(batch.to(self.device))
@@ -227,19 +247,22 @@ class LongDocModel(ObservedStages, nn.Module):
                 np.subtract.at(remaining, docs, 1)
                 progress.update(int((remaining[np.unique(docs)] == 0).sum()))
 
-        workers = [self._observed(_owning(worker)) for worker in workers]
+        runs = [self._observed(_owning(worker)) for worker in workers]
+        # the batch size that fitted is learned per worker; this model's own encoder keeps it across
+        # the groups of documents of one inference call
+        keys = [self if getattr(worker, "__self__", None) is self else worker for worker in workers]
 
         pieces: list[tuple[np.ndarray, torch.Tensor]] = []
-        if len(workers) == 1:
+        if len(runs) == 1:
             for batch in batches:
-                done = run_with_backoff(batch, workers[0])
+                done = run_with_backoff(batch, runs[0], keys[0])
                 pieces += done
                 report(done)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(len(workers)) as pool:
-                futures = [pool.submit(run_with_backoff, batch, workers[k % len(workers)])
+            with ThreadPoolExecutor(len(runs)) as pool:
+                futures = [pool.submit(run_with_backoff, batch, runs[k % len(runs)], keys[k % len(runs)])
                            for k, batch in enumerate(batches)]
                 for future in futures:
                     done = future.result()
@@ -281,6 +304,18 @@ class LongDocModel(ObservedStages, nn.Module):
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+
+
+def _native_precision(encoder: nn.Module, device: torch.device):
+    """Autocast off for an encoder whose weights are all held in the autocast dtype (bf16 or fp16
+    on a GPU, at inference): it runs in that dtype natively, as its owners run a half-precision
+    checkpoint, without autocast's per-operation casts (CPU time a fast GPU would wait for)."""
+    if torch.is_grad_enabled() or not torch.is_autocast_enabled(device.type):
+        return contextlib.nullcontext()
+    dtype = torch.get_autocast_dtype(device.type)
+    if any(p.dtype != dtype for p in encoder.parameters() if p.is_floating_point()):
+        return contextlib.nullcontext()  # fp32 weights (a CPU, or fp32 masters while training): autocast casts
+    return torch.autocast(device.type, enabled=False)
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:

@@ -3,16 +3,30 @@ them in groups of documents, with the checks and reports every call gets."""
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyterrier as pt
 import torch
 
+from ._batching import forget_fitted_batch_size
 from ._runtime import release_freed_memory
 from ._warn import warn
 
 # documents scored per call of the engine: bounds memory for frames of any size
 _GROUP_SIZE = 2048
+# the first group's size; each next one doubles, up to _GROUP_SIZE: the encoder starts after a
+# small first group is tokenized, and later groups are tokenized while it runs
+_FIRST_GROUP = 8
+
+
+def pipeline_groups(n: int) -> list[tuple[int, int]]:
+    """The (start, end) rows of each group that inference scores in one engine call."""
+    groups, start, size = [], 0, _FIRST_GROUP
+    while start < n:
+        groups.append((start, min(n, start + size)))
+        start, size = start + size, min(2 * size, _GROUP_SIZE)
+    return groups
 
 
 class DocumentScoring:
@@ -32,12 +46,14 @@ class DocumentScoring:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
-    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None):
-        """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device)."""
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None):
+        """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device);
+        ``tokens``: their ids, if tokenized ahead (``LongDocModel.tokenize``)."""
         self.settle_parameters()
         self.place_weights()
         with self.autocast():
-            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers)
+            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers,
+                                    tokens=tokens)
 
     def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
         """The scores of the pairs ``(queries[i], texts[i])`` for inference (eval mode, no
@@ -51,19 +67,30 @@ class DocumentScoring:
         self.model.eval()
         self.place_weights()  # before the replicas copy the weights
         workers = self._inference_workers()
+        forget_fitted_batch_size(self.model)  # a batch size learned on an out-of-memory error holds for one call
         scores = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
         progress = pt.tqdm(total=len(texts), desc=type(self).__name__, unit="doc", disable=not self.verbose or not texts)
-        with torch.inference_mode(), progress:
-            for start in range(0, len(texts), _GROUP_SIZE):
-                end = start + _GROUP_SIZE
-                scored = self.score_batch(queries[start:end], texts[start:end], progress, workers)
+        groups = pipeline_groups(len(texts))
+        # one thread tokenizes the next group while the encoder runs this one: on a GPU the
+        # tokenizer, not the encoder, would otherwise be what the device waits for
+        with torch.inference_mode(), progress, ThreadPoolExecutor(1, thread_name_prefix="tokenize-ahead") as ahead:
+            def tokenized(k: int):
+                start, end = groups[k]
+                return ahead.submit(self.model.tokenize, queries[start:end], texts[start:end])
+
+            pending = tokenized(0) if groups else None
+            for k, (start, end) in enumerate(groups):
+                with self.model._stage("tokenize"):  # the time the encoder waits for the tokenizer
+                    tokens = pending.result()
+                pending = tokenized(k + 1) if k + 1 < len(groups) else None
+                scored = self.score_batch(queries[start:end], texts[start:end], progress, workers, tokens)
                 scores[start:end] = scored.scores.cpu().numpy()
                 cropped_queries += scored.cropped_queries
                 cropped_docs += scored.cropped_docs
                 del scored
-                if end < len(texts):  # the next group reuses memory the system holds, not the allocator
-                    release_freed_memory()
+                if end - start == _GROUP_SIZE and end < len(texts):
+                    release_freed_memory()  # the next group reuses memory the system holds, not the allocator
         self._report_cropping(cropped_queries, cropped_docs, len(texts))
         return scores
 

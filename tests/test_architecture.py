@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).parent.parent / "pyterrier_longdoc"
 FLOORS = {
     "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_rng": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
     "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
-    "_runtime": 1, "_chunking": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
+    "_runtime": 1, "_chunking": 2, "_tokenization": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
     # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
     # imports the reranker

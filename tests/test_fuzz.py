@@ -54,7 +54,7 @@ def tokenizers(tmp_path_factory):
 def test_no_tokenizer_family_reads_a_special_token_out_of_random_text(tokenizers, text):
     from tokenizer_families import special_ids
 
-    from pyterrier_longdoc._chunking import text_encoder
+    from pyterrier_longdoc._tokenization import text_encoder
     from pyterrier_longdoc._text import text_offsets, without_lone_surrogates
 
     for family, tokenizer in tokenizers.items():

@@ -11,7 +11,8 @@ from tokenizer_families import FAMILIES, special_ids, tiny_tokenizer
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._batching import ChunkPlan, build_batch, is_out_of_memory, run_with_backoff
-from pyterrier_longdoc._chunking import Chunking, SpecialLayout, Tokenization, text_encoder
+from pyterrier_longdoc._chunking import Chunking, SpecialLayout
+from pyterrier_longdoc._tokenization import Tokenization, text_encoder
 from pyterrier_longdoc.diagnostics._tokens import HFTokenizer, count_tokens
 from pyterrier_longdoc.wrap import LongDoc
 
