@@ -170,8 +170,7 @@ class LongDocModel(ObservedStages, nn.Module):
         # oneDNN's kernel has no autocast rule and no gradient: fp32 inference only
         onednn = (self.runs_onednn_linears and not torch.is_grad_enabled()
                   and not torch.is_autocast_enabled("cpu"))
-        with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn), \
-                _native_precision(self.encoder, batch.input_ids.device):
+        with fast_paths(self.encoder, batch.attention_mask, self.last_layer_positions(batch), onednn):
             output = self.encoder(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,
@@ -304,18 +303,6 @@ class LongDocModel(ObservedStages, nn.Module):
         if missing or unexpected:
             raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
                              f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
-
-
-def _native_precision(encoder: nn.Module, device: torch.device):
-    """Autocast off for an encoder whose weights are all held in the autocast dtype (bf16 or fp16
-    on a GPU, at inference): it runs in that dtype natively, as its owners run a half-precision
-    checkpoint, without autocast's per-operation casts (CPU time a fast GPU would wait for)."""
-    if torch.is_grad_enabled() or not torch.is_autocast_enabled(device.type):
-        return contextlib.nullcontext()
-    dtype = torch.get_autocast_dtype(device.type)
-    if any(p.dtype != dtype for p in encoder.parameters() if p.is_floating_point()):
-        return contextlib.nullcontext()  # fp32 weights (a CPU, or fp32 masters while training): autocast casts
-    return torch.autocast(device.type, enabled=False)
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:

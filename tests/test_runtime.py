@@ -1,6 +1,5 @@
 """The Runtime: the one home of device, dtype, batch size and the engine options, each checked
 when it is set (in the constructor or later), and the dtype vocabulary every entry point shares."""
-import numpy as np
 import pytest
 import torch
 
@@ -84,32 +83,3 @@ def test_the_passage_stage_and_the_models_share_one_default_precision(monkeypatc
     assert Runtime(dtype=default, device="cpu").dtype_name() == "fp32"
     assert Runtime(dtype="auto", device="cpu").dtype_name() == "bf16"  # what the passage stage used to default to
 
-
-def test_an_encoder_held_in_half_precision_runs_natively_at_inference(tiny_bert):
-    """On a GPU bf16 weights are held in bf16: the encoder then runs in bf16 as its owners run it,
-    not under autocast's per-operation casts; fp32 weights (a CPU, or fp32 masters in training) and
-    gradients keep autocast."""
-    from pyterrier_longdoc._model import _native_precision
-    from pyterrier_longdoc._runtime import hold_parameters
-
-    torch.manual_seed(0)
-    model = pl.MaxP(tiny_bert, window=6, stride=3)
-    encoder, cpu = model.model.encoder, torch.device("cpu")
-    queries, texts = ["red cat"] * 3, ["the red cat sat on the mat " * 4, "a blue river", "cat " * 20]
-    expected = model.score_texts(queries, texts)
-    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-        with _native_precision(encoder, cpu):
-            assert torch.is_autocast_enabled("cpu")  # fp32 weights: autocast casts them
-        outputs = []
-        encoder.register_forward_hook(lambda module, args, output: outputs.append(output.last_hidden_state.dtype))
-        model.model.score(queries[:1], texts[:1], batch_size=4)
-        autocast_calls = len(outputs)
-        hold_parameters(model.model, torch.bfloat16)
-        with _native_precision(encoder, cpu):
-            assert not torch.is_autocast_enabled("cpu")
-        scores = model.model.score(queries, texts, batch_size=4).scores
-    # autocast runs LayerNorm in fp32; the native bf16 encoder, in bf16
-    assert set(outputs[:autocast_calls]) == {torch.float32} and set(outputs[autocast_calls:]) == {torch.bfloat16}
-    with torch.autocast("cpu", dtype=torch.bfloat16), _native_precision(encoder, cpu):
-        assert torch.is_autocast_enabled("cpu")  # with gradients (training) autocast stays
-    np.testing.assert_allclose(scores.float().numpy(), expected, atol=0.1)  # a tiny random model: bf16's rounding
