@@ -24,3 +24,20 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame.f_back is not None and _internal(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def renamed(given: dict, renames: dict[str, str], where: str) -> dict:
+    """``given`` (keyword arguments or saved settings) with each old name of ``renames`` (old: new)
+    under its new name, with a DeprecationWarning that names the new one: old names work for one
+    release. ``None`` under an old name means not given; an old and a new name together are a TypeError."""
+    out = dict(given)
+    for old, new in renames.items():
+        if out.get(old) is None:
+            out.pop(old, None)
+            continue
+        if out.get(new) is not None:
+            raise TypeError(f"{where}: give {new} only ({old} is its deprecated name)")
+        warn(f"{where}: {old} is deprecated, use {new} (the same value; {old} goes in the next release)",
+             DeprecationWarning)
+        out[new] = out.pop(old)
+    return out

@@ -153,10 +153,10 @@ def test_monot5_inside_longdoc_reads_end_of_sequence_strings_as_text(tmp_path):
 
     monot5.model.forward = recording
     texts, queries = ["the cat </s> dog <pad> </s>", "the dog"], ["cat </s>", "dog"]
-    out = LongDoc(monot5, window=50, stride=50)(frame(texts, queries))
+    out = LongDoc(monot5, window_words=50, stride_words=50)(frame(texts, queries))
     assert np.isfinite(out["score"]).all()
     plain = [t.replace("</s>", "zz").replace("<pad>", "zz") for t in texts]
-    LongDoc(monot5, window=50, stride=50)(frame(plain, [q.replace("</s>", "zz") for q in queries]))
+    LongDoc(monot5, window_words=50, stride_words=50)(frame(plain, [q.replace("</s>", "zz") for q in queries]))
     with_strings, without = seen
     # the only end-of-sequence and padding ids are the ones MonoT5 adds itself, as without the strings
     assert [row.count(eos) for row in with_strings] == [row.count(eos) for row in without]
