@@ -26,16 +26,17 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
-def renamed(given: dict, renames: dict[str, str], where: str) -> dict:
+def renamed(given: dict, renames: dict[str, str], where: str, defaults: dict | None = None) -> dict:
     """``given`` (keyword arguments or saved settings) with each old name of ``renames`` (old: new)
     under its new name, with a DeprecationWarning that names the new one: old names work for one
-    release. ``None`` under an old name means not given; an old and a new name together are a TypeError."""
-    out = dict(given)
+    release. ``None`` under an old name means not given, and so does a new name at its value in
+    ``defaults``; an old and a new name given together are a TypeError."""
+    out, defaults = dict(given), defaults or {}
     for old, new in renames.items():
         if out.get(old) is None:
             out.pop(old, None)
             continue
-        if out.get(new) is not None:
+        if out.get(new) is not None and (new not in defaults or out[new] != defaults[new]):
             raise TypeError(f"{where}: give {new} only ({old} is its deprecated name)")
         warn(f"{where}: {old} is deprecated, use {new} (the same value; {old} goes in the next release)",
              DeprecationWarning)

@@ -137,13 +137,10 @@ def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidat
     ``hard_negative``: ``"sampled"``, the best-matching window of a negative drawn from the top_k;
     ``"hardest"``, the best-matching window over all of them (the window a lexical match most
     confuses with the answer)."""
-    if window is not None or stride is not None:  # the old names, before the unit was in them
-        changed = {name: value for name, value, default in (("window_words", window_words, RECIPE_WINDOW_WORDS),
-                                                            ("stride_words", stride_words, RECIPE_STRIDE_WORDS))
-                   if value != default}  # a new name given as well: refused with the old one
-        given = renamed({"window": window, "stride": stride, **changed},
-                        {"window": "window_words", "stride": "stride_words"}, "document_passage_triples")
-        window_words, stride_words = given.get("window_words", window_words), given.get("stride_words", stride_words)
+    given = renamed({"window_words": window_words, "stride_words": stride_words, "window": window, "stride": stride},
+                    {"window": "window_words", "stride": "stride_words"}, "document_passage_triples",
+                    defaults={"window_words": RECIPE_WINDOW_WORDS, "stride_words": RECIPE_STRIDE_WORDS})
+    window_words, stride_words = given["window_words"], given["stride_words"]
     for name, value in (("window_words", window_words), ("stride_words", stride_words)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"document_passage_triples: {name} must be a positive integer, got {value!r}")
