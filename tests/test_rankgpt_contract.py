@@ -84,9 +84,10 @@ def test_bad_input_names_the_problem(model):
 
 
 def test_the_old_window_names_count_passages_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match="window is deprecated, use window_passages") as caught:
+    with pytest.warns(DeprecationWarning, match="(window|step) is deprecated, use (window|stride)_passages") as caught:
         old = RankGPT(OverlapChat(), window=4, step=2)
-    assert any("step is deprecated, use stride_passages" in str(w.message) for w in caught)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "window is deprecated, use window_passages" in messages and "step is deprecated, use stride_passages" in messages
     assert (old.window_passages, old.stride_passages) == (4, 2)
     assert repr(old) == repr(RankGPT(OverlapChat(), window_passages=4, stride_passages=2))
     assert old(candidates()).equals(RankGPT(OverlapChat(), window_passages=4, stride_passages=2)(candidates()))

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pandas as pd
 from .._backbone import attention_dropout_sites
 from .._warn import renamed
 from .arguments import TrainingArguments
+from .passage_arguments import PassageArguments
 from .sampling import Named, as_frame, checked_qrels, checked_topics, hard_negative_pools, text_lookup
 
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
@@ -68,8 +70,9 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         passages: (query, positive, negative) passage triples for the passage stage (a frame or
             an iterable, as ``train_passage_ranker``'s ``data``); ``None`` derives them from the
             documents (see the module doc); ``False`` skips the passage stage.
-        passage_options / args: the passage stage's options over ``RECIPE_PASSAGE_STAGE``; the
-            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
+        passage_options / args: the passage stage's options (``PassageArguments``' fields) over
+            ``RECIPE_PASSAGE_STAGE``, checked before anything is built; the document stage's
+            ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
     The recipe's document stage trains without attention dropout where the library knows how to
     switch it off (BERT-style and Llama-style encoders; another encoder keeps its own, and the
@@ -88,11 +91,14 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
     warm_start = str(backbone)
     if passages is not False:
         started, cpu = time.time(), time.process_time()
-        if passages is None:
-            passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         options = {**RECIPE_PASSAGE_STAGE, **(passage_options or {}), "seed": seed}
         if dtype is not None and "bf16" not in options:  # the same precision in both stages
             options.setdefault("dtype", dtype)
+        with warnings.catch_warnings():  # checked before the triples are built; a deprecation is warned below
+            warnings.simplefilter("ignore", DeprecationWarning)
+            PassageArguments.from_options(options, where="train_long_document_ranker: passage_options")
+        if passages is None:
+            passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         warm_start = train_passage_ranker(backbone, passages, output_dir / "passage-stage", **options)
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                    "triples": len(passages), **_passage_losses(warm_start)}
