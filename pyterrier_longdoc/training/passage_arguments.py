@@ -12,7 +12,7 @@ import torch
 
 from .._backbone import check_attention_dropout
 from .._runtime import Runtime
-from .._warn import warn
+from .._warn import LongDocDeprecationWarning, warn
 from .arguments import _integer, _is_number, _positive_int, did_you_mean
 
 __all__ = ["PassageArguments", "LOSSES"]
@@ -118,7 +118,8 @@ class PassageArguments:
                 continue
             if options.get(new) is not None:
                 raise TypeError(f"{where}: give {new} only: {old}= is its deprecated form")
-            warn(f"{where}({old}=...) is deprecated: use {new}={convert(options[old])!r}", DeprecationWarning)
+            warn(f"{where}({old}=...) is deprecated: use {new}={convert(options[old])!r}",
+                 LongDocDeprecationWarning)
             options[new] = convert(options.pop(old))
         valid = [f.name for f in dataclasses.fields(cls)]
         unknown = [name for name in options if name not in valid]
