@@ -211,8 +211,6 @@ def validated_fit(tiny_bert, extra_topics):
                                     valid_qrels=qrels, valid_candidates=candidates, valid_metric="RR@10")
 
 
-# the toy fit may end below its start on validation (the start is restored): the selection says so
-@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")
 def test_validation_topics_without_candidates_are_left_out_with_a_warning(tiny_bert):
     plain = validated_fit(tiny_bert, pd.DataFrame(columns=["qid", "query"]))
     lost = pd.DataFrame({"qid": ["lost-1", "lost-2"], "query": ["what cat", "what dog"]})
