@@ -126,7 +126,7 @@ def parse(argv=None):
     parser.add_argument("--tune-collection", default=TUNING_COLLECTION)
     parser.add_argument("--setting", action="append", default=[], metavar="STAGE.KEY=VALUE",
                         help="a trial of another recipe setting on the tuning collection only, e.g. passage.steps=60, "
-                             "document.eval_every=20, triples.window=80 (written as effectiveness-<collection>-trial-...)")
+                             "document.eval_every=20, triples.window_words=80 (written as effectiveness-<collection>-trial-...)")
     parser.add_argument("--passage-stage-only", action="store_true",
                         help="build the collections and train their passage stages (which later runs reuse), then stop")
     parser.add_argument("--passage-study", metavar="SEEDS",

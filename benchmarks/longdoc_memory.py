@@ -62,7 +62,7 @@ def measure(docs: int, chars: int) -> dict:
     text = " ".join(f"{words[i % 10]}{i % 7}" for i in range(chars // 7))[:chars]
     frame = pd.DataFrame({"qid": "q", "query": "castle", "docno": [f"d{i}" for i in range(docs)],
                           "text": [text] * docs})
-    model = LongDoc(pt.apply.doc_score(lambda row: len(row["text"])), window=150, stride=75)
+    model = LongDoc(pt.apply.doc_score(lambda row: len(row["text"])), window_words=150, stride_words=75)
     page = os.sysconf("SC_PAGE_SIZE")
 
     def rss() -> int:

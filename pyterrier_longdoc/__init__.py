@@ -7,14 +7,16 @@ from ._version import __version__
 if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and IDEs
     from ._public import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr,
                           Collection, FirstP, KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongDoc,
-                          LongDocCollection, LongDocReranker, LongP, MaxP, NeuralModel1, ParadeAttn, ParadeAvg,
-                          ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer, ParadeTransformerPretrained,
+                          LongDocCollection, LongDocDeprecationWarning, LongDocReranker, LongDocWarning, LongP,
+                          MaxP, NeuralModel1, ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
+                          ParadeTransformerPretrained,
                           ParadeTransformerQ, RankGPT, SumP, TextLoader, UntrainedHeadWarning, load_collection,
                           mean_interval, model_class, multi_seed_experiment, per_query_values, queries_needed,
                           query_controls, reads_the_query, registered_models)
 
 __all__ = [
-    "__version__", "LongDocReranker", "UntrainedHeadWarning", "model_class", "registered_models",
+    "__version__", "LongDocReranker", "UntrainedHeadWarning", "LongDocWarning", "LongDocDeprecationWarning",
+    "model_class", "registered_models",
     "FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP",
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",

@@ -22,12 +22,12 @@ from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
 from ._registry import CHUNKING_SETTINGS, model_class
-from ._warn import warn
+from ._warn import LongDocWarning, warn
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, split_sequence_classifier
 
 
-class UntrainedHeadWarning(UserWarning):
+class UntrainedHeadWarning(LongDocWarning):
     """A model was built with a new head: its scores are random until it is trained."""
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
+from ._warn import LongDocWarning
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -102,7 +103,7 @@ class ModelConfig:
         if saved is None:
             warnings.warn(f"{where}: its config.json gives the pyterrier_longdoc version {self.version!r}, which is "
                           f"not a version number (such as {__version__!r}); it is loaded as this version "
-                          f"{__version__} saves models, which may not be how it was saved.", stacklevel=2)
+                          f"{__version__} saves models, which may not be how it was saved.", LongDocWarning, stacklevel=2)
         elif saved > Version(__version__):
             warnings.warn(f"{where} was saved by pyterrier_longdoc {self.version}, newer than this "
-                          f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.", stacklevel=2)
+                          f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.", LongDocWarning, stacklevel=2)

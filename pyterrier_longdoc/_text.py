@@ -11,6 +11,8 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 
+from ._warn import LongDocWarning
+
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -35,7 +37,7 @@ def replace_lone_surrogates(values: Sequence[str], describe_row: Callable[[int],
         examples = ", ".join(describe_row(i) for i in changed[:3])
         warnings.warn(f"{where} has lone UTF-16 surrogates (invalid Unicode, e.g. from json.loads('\"\\\\ud800\"')) "
                       f"in {len(changed)} of {len(values)} rows (e.g. {examples}); they were replaced by U+FFFD",
-                      stacklevel=3)
+                      LongDocWarning, stacklevel=3)
     return cleaned
 
 
@@ -72,7 +74,7 @@ def text_only_backend(backend):
         backend.normalizer = normalizers.Sequence(steps)
         left = read_as_special(found)
         if left:
-            warnings.warn(f"this tokenizer still reads {left} in text as special tokens", stacklevel=2)
+            warnings.warn(f"this tokenizer still reads {left} in text as special tokens", LongDocWarning, stacklevel=2)
     return backend
 
 

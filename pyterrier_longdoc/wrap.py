@@ -15,11 +15,64 @@ import pyterrier as pt
 from ._chunking import window_starts
 from ._frames import column_texts, failed_setting_run, input_frame
 from ._text import text_offsets, text_only_backend, without_lone_surrogates
+from ._warn import renamed, warn
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
-TUNABLE = ("aggregation", "window", "stride", "k", "text_field", "tokenizer")  # set_parameter's names
+# set_parameter's names: window_words/stride_words without a tokenizer, window/stride (tokens) with one
+TUNABLE = ("aggregation", "window_words", "stride_words", "window", "stride", "k", "text_field", "tokenizer")
+WINDOW_WORDS, STRIDE_WORDS = 150, 75  # Dai & Callan's passages: 150 words, every 75
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
 _WHITESPACE = re.compile(r"\s+")
+
+
+class _Length:
+    """A passage length whose name says its unit: ``window_words``/``stride_words`` count white-space
+    words (LongDoc without a tokenizer), ``window``/``stride`` its tokenizer's tokens. Without a
+    tokenizer, ``window``/``stride`` are the deprecated names of the word counts."""
+
+    def __init__(self, part: str, unit: str):
+        self.part, self.unit = part, unit
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, wrapper, owner=None):
+        if wrapper is None:
+            return self
+        return getattr(wrapper, "_" + self._checked(wrapper))
+
+    def __set__(self, wrapper, value) -> None:
+        _check_setting(self.name, value)
+        setattr(wrapper, "_" + self._checked(wrapper), value)
+
+    def _checked(self, wrapper) -> str:
+        counted = "words" if wrapper.tokenizer is None else "tokens"
+        if self.unit == "words" and counted == "tokens":
+            raise AttributeError(f"{self.name} counts white-space words, but this LongDoc counts its tokenizer's "
+                                 f"tokens: use {self.part}")
+        if self.unit == "tokens" and counted == "words":
+            warn(f"LongDoc without a tokenizer counts white-space words: {self.name} is deprecated, use "
+                 f"{self.part}_words (the same value; {self.name} goes in the next release)", DeprecationWarning)
+        return self.part
+
+
+def _length_names(tokenizer) -> tuple[str, str]:
+    return ("window_words", "stride_words") if tokenizer is None else ("window", "stride")
+
+
+def _lengths(window_words, stride_words, window, stride, tokenizer) -> tuple:
+    """The passage length and step in the unit LongDoc counts in (see its docstring)."""
+    if tokenizer is None:
+        given = renamed({"window_words": window_words, "stride_words": stride_words, "window": window,
+                         "stride": stride}, {"window": "window_words", "stride": "stride_words"},
+                        "LongDoc without a tokenizer counts white-space words")
+        window, stride = given.get("window_words"), given.get("stride_words")
+    else:
+        for name, value in (("window_words", window_words), ("stride_words", stride_words)):
+            if value is not None:
+                raise ValueError(f"LongDoc: {name} counts white-space words, but with a tokenizer passages are "
+                                 f"counted in its tokens: give {name.removesuffix('_words')}= instead")
+    return (WINDOW_WORDS if window is None else window), (STRIDE_WORDS if stride is None else stride)
 
 
 class LongDoc(pt.Transformer):
@@ -31,14 +84,20 @@ class LongDoc(pt.Transformer):
             the columns it is given.
         aggregation: ``"first"``, ``"max"`` (MaxP), ``"sum"``, ``"mean"`` or ``"kmaxavg"``
             (the mean of the ``k`` best passage scores).
-        window, stride: passage length and step, in tokens; the last passage always reaches the
-            end of the document (no text is dropped).
+        window_words, stride_words: passage length and step in white-space separated words
+            (150 and 75, as Dai & Callan); the last passage always reaches the end of the
+            document (no text is dropped).
         k: for ``"kmaxavg"``.
         text_field: the column with the document text.
-        tokenizer: a HuggingFace tokenizer to count tokens with; by default, white-space
-            separated words. A passage is then the document's own text between the character
-            offsets of its first and last token (a Python-only tokenizer without offsets gives
-            ``convert_tokens_to_string`` of the tokens instead).
+        tokenizer: a HuggingFace tokenizer: passages are then counted in its tokens, ``window``
+            and ``stride`` (150 and 75 tokens, the unit of the library's models' ``window``),
+            instead of ``window_words`` and ``stride_words``. A passage is the document's own text
+            between the character offsets of its first and last token (a Python-only tokenizer
+            without offsets gives ``convert_tokens_to_string`` of the tokens instead). Setting
+            another tokenizer later keeps the numbers, counted in the new unit.
+        window, stride: with a ``tokenizer``, the passage length and step in its tokens. Without
+            one, the deprecated names of ``window_words`` and ``stride_words`` (a DeprecationWarning;
+            they go in the next release).
 
     User text stays text: a literal ``[SEP]`` or ``</s>`` in a document counts as characters, and
     while ``scorer`` runs, the HuggingFace tokenizers it holds (a ``tokenizer`` attribute of the
@@ -48,14 +107,22 @@ class LongDoc(pt.Transformer):
     Output: the input with ``score`` and ``rank`` replaced, every other column kept.
     """
 
-    def __init__(self, scorer: pt.Transformer, *, aggregation: str = "max", window: int = 150, stride: int = 75,
-                 k: int = 3, text_field: str = "text", tokenizer=None):
-        for name, value in (("aggregation", aggregation), ("window", window), ("stride", stride), ("k", k),
+    window_words = _Length("window", "words")
+    stride_words = _Length("stride", "words")
+    window = _Length("window", "tokens")
+    stride = _Length("stride", "tokens")
+
+    def __init__(self, scorer: pt.Transformer, *, aggregation: str = "max", window_words: int | None = None,
+                 stride_words: int | None = None, k: int = 3, text_field: str = "text", tokenizer=None,
+                 window: int | None = None, stride: int | None = None):
+        window, stride = _lengths(window_words, stride_words, window, stride, tokenizer)
+        names = _length_names(tokenizer)
+        for name, value in (("aggregation", aggregation), (names[0], window), (names[1], stride), ("k", k),
                             ("text_field", text_field)):
             _check_setting(name, value)
-        if _combination_problem(window, stride):
-            raise ValueError(_combination_problem(window, stride))
-        self.scorer, self.aggregation, self.window, self.stride, self.k = scorer, aggregation, window, stride, k
+        if _combination_problem(window, stride, names):
+            raise ValueError(_combination_problem(window, stride, names))
+        self.scorer, self.aggregation, self._window, self._stride, self.k = scorer, aggregation, window, stride, k
         self.text_field = text_field
         self.tokenizer = tokenizer
 
@@ -70,20 +137,22 @@ class LongDoc(pt.Transformer):
 
     def set_parameter(self, name: str, value) -> None:
         """Changes one setting in place, as ``pt.GridSearch`` does, with the constructor's checks
-        of each value (an error names it). ``window`` and ``stride`` are checked together when
-        the next frame comes: a grid sets one at a time. A frame scored with ``stride`` > ``window``
+        of each value (an error names it). The passage length and step (``window_words`` and
+        ``stride_words``, or ``window`` and ``stride`` with a tokenizer) are checked together when
+        the next frame comes: a grid sets one at a time. A frame scored with a step over the length
         gives a warning naming them and a run that scores no document, so that a grid search
         finishes with a valid setting (the guide's "Tuning with pt.GridSearch")."""
         if name not in TUNABLE:
             raise ValueError(f"LongDoc has no parameter {name!r}; parameters: {', '.join(TUNABLE)}")
         _check_setting(name, value)
-        setattr(self, name, value)
+        setattr(self, name, value)  # the lengths' descriptors check their unit too
 
     def __repr__(self) -> str:
         extra = f", k={self.k}" if self.aggregation == "kmaxavg" else ""
         field = f", text_field={self.text_field!r}" if self.text_field != "text" else ""
-        return (f"LongDoc({self.scorer!r}, aggregation={self.aggregation!r}, window={self.window}, "
-                f"stride={self.stride}{extra}{field})")
+        window, stride = _length_names(self.tokenizer)
+        return (f"LongDoc({self.scorer!r}, aggregation={self.aggregation!r}, {window}={self._window}, "
+                f"{stride}={self._stride}{extra}{field})")
 
     def passages(self, text: str) -> list[str]:
         """The passages of one document text."""
@@ -94,18 +163,19 @@ class LongDoc(pt.Transformer):
         text = without_lone_surrogates(text)
         if self._offsets is not None:
             offsets, _ = self._offsets(text)
-            return [text[offsets[s][0]:offsets[min(s + self.window, len(offsets)) - 1][1]] if offsets else text
-                    for s in window_starts(len(offsets), self.window, self.stride)[:limit]]
+            return [text[offsets[s][0]:offsets[min(s + self._window, len(offsets)) - 1][1]] if offsets else text
+                    for s in window_starts(len(offsets), self._window, self._stride)[:limit]]
         if self.tokenizer is None:
             tokens, join = [t for t in _WHITESPACE.split(text) if t], " ".join
         else:
             tokens = self.tokenizer.tokenize(text, split_special_tokens=True)
             join = self.tokenizer.convert_tokens_to_string
-        return [join(tokens[s:s + self.window]) for s in window_starts(len(tokens), self.window, self.stride)[:limit]]
+        return [join(tokens[s:s + self._window])
+                for s in window_starts(len(tokens), self._window, self._stride)[:limit]]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         input_frame(inp, ["qid", "query", "docno", self.text_field], self)
-        problem = _combination_problem(self.window, self.stride)
+        problem = _combination_problem(self._window, self._stride, _length_names(self.tokenizer))
         if problem:
             return failed_setting_run(inp, f"{self!r}: {problem}")
         if not len(inp):
@@ -142,14 +212,15 @@ class LongDoc(pt.Transformer):
 def _check_setting(name: str, value) -> None:
     if name == "aggregation" and value not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {value!r}; use one of {', '.join(AGGREGATIONS)}")
-    if name in ("window", "stride", "k") and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+    lengths = ("window", "stride", "window_words", "stride_words", "k")
+    if name in lengths and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if name == "text_field" and not isinstance(value, str):
         raise ValueError(f"text_field must be a column name (str), got {value!r}")
 
 
-def _combination_problem(window: int, stride: int) -> str | None:
-    return f"stride ({stride}) > window ({window}) would skip document text" if stride > window else None
+def _combination_problem(window: int, stride: int, names: tuple[str, str]) -> str | None:
+    return f"{names[1]} ({stride}) > {names[0]} ({window}) would skip document text" if stride > window else None
 
 
 def _repeated(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:

@@ -9,6 +9,7 @@ pytest.importorskip("datasets")
 
 from helpers import pairwise_accuracy, toy_triples  # noqa: E402
 
+from pyterrier_longdoc.training import PassageArguments  # noqa: E402
 from pyterrier_longdoc.training.passage import passage_triples, train_passage_ranker  # noqa: E402
 
 
@@ -177,3 +178,50 @@ def test_a_progress_bar_counts_the_steps_by_default(tiny_bert, tmp_path, capfd):
     train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "quiet", steps=3, batch_size=2, dtype="fp32",
                          progress=False)
     assert "passage stage" not in capfd.readouterr().err
+
+
+# --- the passage stage's typed arguments ---
+
+def test_the_signature_lists_each_argument_with_the_one_default_of_passage_arguments():
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(train_passage_ranker).parameters
+    for field in dataclasses.fields(PassageArguments):
+        assert parameters[field.name].default == field.default == getattr(PassageArguments(), field.name)
+        assert parameters[field.name].kind == inspect.Parameter.KEYWORD_ONLY
+    assert "args" in parameters and PassageArguments().to_dict() == {}
+
+
+def test_arguments_as_an_object_train_as_keywords_do_and_an_explicit_keyword_wins(tiny_bert, tmp_path):
+    import json
+
+    args = PassageArguments(steps=5, batch_size=2, dtype="fp32", progress=False)
+    folder = train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "args", args=args, steps=2)
+    assert json.loads((Path(folder) / "training_log.json").read_text())["steps"] == 2
+    assert PassageArguments.from_options({"lr": 1e-3}, base=PassageArguments(lr=1e-5, top_k=5)).to_dict() == {
+        "lr": 1e-3, "top_k": 5}
+
+
+@pytest.mark.parametrize("options, error, message", [
+    ({"lrr": 1e-3}, TypeError, r"train_passage_ranker: unknown argument 'lrr' \(did you mean 'lr'\?\); "
+                               r"PassageArguments' fields: steps, epochs, lr"),
+    ({"top_k": 0}, ValueError, "top_k must be a positive integer, got 0"),
+    ({"max_length": 2.5}, ValueError, "max_length must be a positive integer, got 2.5"),
+    ({"verbose": "yes"}, ValueError, "verbose must be True or False, got 'yes'"),
+    ({"seed": "forty-two"}, ValueError, "seed must be an integer"),
+    ({"args": {"lr": 1e-3}}, TypeError, "args must be a PassageArguments, got dict"),
+])
+def test_unknown_and_bad_arguments_are_named_before_anything_loads(options, error, message):
+    with pytest.raises(error, match=message):
+        train_passage_ranker("no-such-backbone", [("q", "p", "n")], **options)
+
+
+def test_saved_options_with_the_old_bf16_key_still_load():
+    import json
+
+    saved = json.loads('{"steps": 3, "bf16": false, "lr": 0.001}')  # as an earlier release's stamp recorded them
+    with pytest.warns(DeprecationWarning, match=r"bf16=...\) is deprecated: use dtype='fp32'"):
+        args = PassageArguments.from_options(saved)
+    assert args == PassageArguments(steps=3, dtype="fp32", lr=1e-3)
+    assert PassageArguments.from_options(args.to_dict()) == args  # a saved dict reads back as the same arguments

@@ -115,14 +115,14 @@ def test_malformed_permutations_are_repaired_and_counted(server, openai_key):
 
 def test_answers_naming_no_passage_keep_the_first_stage_order_with_a_warning(server, openai_key):
     server.script = ["I cannot rank these."] * 2
-    model = openai_rankgpt(server, window=4, step=2)
+    model = openai_rankgpt(server, window_passages=4, stride_passages=2)
     with pytest.warns(UserWarning, match=r"2 of 2 answers named no passage \(e\.g\. 'I cannot rank these\.'\), so "
                                          r"every window keeps the first stage's order"):
         out = model(candidates(6))
     assert docnos(out) == [f"d{i}" for i in range(6)] and model.usage["repaired_answers"] == 2
     server.script = ["I cannot rank these.", "[2] > [1] > [3] > [4]"]
     with pytest.warns(UserWarning, match=r"1 of 2 answers named no passage .* their windows keep"):
-        openai_rankgpt(server, window=4, step=2, cache=False)(candidates(6))
+        openai_rankgpt(server, window_passages=4, stride_passages=2, cache=False)(candidates(6))
 
 
 def test_a_bracketed_number_in_a_document_is_written_as_rank_llm_writes_it(server, openai_key):

@@ -30,7 +30,7 @@ def candidates():  # the contract's frame, with the first stage's scores
 
 @pytest.fixture
 def model():
-    return RankGPT(OverlapChat(), window=4, step=2)
+    return RankGPT(OverlapChat(), window_passages=4, stride_passages=2)
 
 
 def test_empty_frame_gives_empty_frame_with_score_and_rank(model):
@@ -60,7 +60,7 @@ def test_batch_and_row_order_do_not_change_the_ranking(model):
 
 def test_the_first_stage_order_is_read_from_rank_then_score(model):
     inp = candidates().query("qid == 'q1'")
-    by_score = RankGPT(OverlapChat(), window=2, step=1, top_k=2)
+    by_score = RankGPT(OverlapChat(), window_passages=2, stride_passages=1, top_k=2)
     best = inp.sort_values("score", ascending=False)["docno"].tolist()
     assert by_score(inp).sort_values("rank")["docno"].tolist()[2:] == best[2:]  # below top_k: the first stage's
     reversed_ranks = inp.assign(rank=inp["score"].rank(method="first").astype(int))  # rank wins over score
@@ -74,16 +74,30 @@ def test_bad_input_names_the_problem(model):
     two_queries.loc[0, "query"] = "another query"
     with pytest.raises(ValueError, match="qid 'q1' has rows with different query texts"):
         model(two_queries)
-    for bad in (dict(window=0), dict(step=5, window=4), dict(top_k=-1), dict(max_doc_tokens=1.5)):
-        with pytest.raises(ValueError):
+    for bad, problem in ((dict(window_passages=0), "window_passages must be a positive integer"),
+                         (dict(stride_passages=5, window_passages=4), r"stride_passages \(5\) > window_passages \(4\)"),
+                         (dict(top_k=-1), "top_k"), (dict(max_doc_tokens=1.5), "max_doc_tokens")):
+        with pytest.raises(ValueError, match=problem):
             RankGPT(OverlapChat(), **bad)
     with pytest.raises(TypeError, match="must be a ChatBackend"):
         RankGPT("gpt-4o-mini")
 
 
+def test_the_old_window_names_count_passages_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="(window|step) is deprecated, use (window|stride)_passages") as caught:
+        old = RankGPT(OverlapChat(), window=4, step=2)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "window is deprecated, use window_passages" in messages and "step is deprecated, use stride_passages" in messages
+    assert (old.window_passages, old.stride_passages) == (4, 2)
+    assert repr(old) == repr(RankGPT(OverlapChat(), window_passages=4, stride_passages=2))
+    assert old(candidates()).equals(RankGPT(OverlapChat(), window_passages=4, stride_passages=2)(candidates()))
+    with pytest.raises(TypeError, match="give stride_passages only"):
+        RankGPT(OverlapChat(), step=2, stride_passages=3)
+
+
 def test_repr_rebuilds_the_call(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-shown")
-    for model in (RankGPT(OverlapChat(), window=4, step=2, max_doc_tokens=None),
+    for model in (RankGPT(OverlapChat(), window_passages=4, stride_passages=2, max_doc_tokens=None),
                   RankGPT(OpenAIChat("gpt-4o-mini", max_tokens=300), context_tokens=128_000)):
         rebuilt = eval(repr(model), {"RankGPT": RankGPT, "OverlapChat": OverlapChat, "OpenAIChat": OpenAIChat})
         assert repr(rebuilt) == repr(model) and "not-shown" not in repr(model)

@@ -27,21 +27,35 @@ def documents_task():
 
 def test_passage_triples_take_the_best_matching_window_of_each_relevant_document():
     topics, qrels, candidates = documents_task()
-    triples = document_passage_triples(topics, qrels, candidates, window=20, stride=10, seed=0)
+    triples = document_passage_triples(topics, qrels, candidates, window_words=20, stride_words=10, seed=0)
     assert set(triples["qid"]) == {"q1", "q2"} and len(triples) <= 4
     for query, positive in zip(triples["query"], triples["positive"]):
         assert query in positive and len(positive.split()) <= 20  # the window that holds the query
     assert (triples["positive"] != triples["negative"]).all()
-    assert triples.equals(document_passage_triples(topics, qrels, candidates, window=20, stride=10, seed=0))
+    assert triples.equals(document_passage_triples(topics, qrels, candidates, window_words=20, stride_words=10, seed=0))
     with pytest.raises(ValueError, match="no passage triples"):
         document_passage_triples(topics, qrels.assign(label=0), candidates)
+
+
+def test_the_old_window_names_of_the_passage_triples_warn_and_give_the_same_triples():
+    topics, qrels, candidates = documents_task()
+    with pytest.warns(DeprecationWarning, match="(window|stride) is deprecated, use (window|stride)_words") as caught:
+        old = document_passage_triples(topics, qrels, candidates, window=20, stride=10, seed=0)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "window is deprecated, use window_words" in messages and "stride is deprecated, use stride_words" in messages
+    assert old.equals(document_passage_triples(topics, qrels, candidates, window_words=20, stride_words=10, seed=0))
+    with pytest.raises(TypeError, match="give window_words only"):
+        document_passage_triples(topics, qrels, candidates, window=20, window_words=30)
+    with pytest.raises(ValueError, match="stride_words must be a positive integer, got 0"):
+        document_passage_triples(topics, qrels, candidates, stride_words=0)
 
 
 def test_the_hardest_negative_is_the_best_matching_window_of_any_negative():
     """Document 1 of each query starts with its first word (the best match among the negatives);
     document 2 holds none of its words: "hardest" always takes document 1's first window."""
     topics, qrels, candidates = documents_task()
-    triples = document_passage_triples(topics, qrels, candidates, window=20, stride=10, hard_negative="hardest", seed=0)
+    triples = document_passage_triples(topics, qrels, candidates, window_words=20, stride_words=10,
+                                       hard_negative="hardest", seed=0)
     first_windows = {row.qid: " ".join(row.text.split()[:20]) for row in candidates[candidates["rank"] == 1].itertuples()}
     hard = triples.groupby("qid").nth(0)  # each positive's first triple is its hard negative
     assert len(hard) == 2 and all(first_windows[q] == n for q, n in zip(hard["qid"], hard["negative"]))

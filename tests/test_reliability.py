@@ -1,6 +1,7 @@
 """Issue 12: no bad input reaches a traceback, and no score is silently wrong (inference side)."""
 import gc
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -154,10 +155,10 @@ def test_monot5_inside_longdoc_reads_end_of_sequence_strings_as_text(tmp_path):
 
     monot5.model.forward = recording
     texts, queries = ["the cat </s> dog <pad> </s>", "the dog"], ["cat </s>", "dog"]
-    out = LongDoc(monot5, window=50, stride=50)(frame(texts, queries))
+    out = LongDoc(monot5, window_words=50, stride_words=50)(frame(texts, queries))
     assert np.isfinite(out["score"]).all()
     plain = [t.replace("</s>", "zz").replace("<pad>", "zz") for t in texts]
-    LongDoc(monot5, window=50, stride=50)(frame(plain, [q.replace("</s>", "zz") for q in queries]))
+    LongDoc(monot5, window_words=50, stride_words=50)(frame(plain, [q.replace("</s>", "zz") for q in queries]))
     with_strings, without = seen
     # the only end-of-sequence and padding ids are the ones MonoT5 adds itself, as without the strings
     assert [row.count(eos) for row in with_strings] == [row.count(eos) for row in without]
@@ -171,8 +172,11 @@ def test_monot5_inside_longdoc_reads_end_of_sequence_strings_as_text(tmp_path):
 def test_lone_surrogates_are_replaced_and_the_rows_named(maxp):
     bad = json.loads('"red \\ud800 cat"')
     inp = frame(["the red cat", bad, "a dog"], queries=["red cat", "red cat", json.loads('"cat \\udfff"')])
-    with pytest.warns(UserWarning, match=r"column 'text' has lone UTF-16 surrogates .* 1 of 3 rows .*docno='d1'"):
+    with pytest.warns(UserWarning, match=r"column '(text|query)' has lone UTF-16 surrogates") as caught:
         out = maxp(inp)
+    messages = [str(w.message) for w in caught]
+    assert any(re.search(r"column 'text' has lone UTF-16 surrogates .* 1 of 3 rows .*docno='d1'", m) for m in messages)
+    assert any("column 'query' has lone UTF-16 surrogates" in m for m in messages)
     assert np.isfinite(out["score"]).all()
     clean = maxp.score_texts(["red cat"], ["red \ufffd cat"])[0]
     # scored in a batch of three against a batch of one: GEMM rounding by shape, up to ~1e-6

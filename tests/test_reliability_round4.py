@@ -126,31 +126,31 @@ def castle_counter():
 
 
 @pytest.mark.parametrize("name, value, problem", [
-    ("window", 0, "window must be a positive integer, got 0"),
-    ("window", "wide", "window must be a positive integer, got 'wide'"),
+    ("window_words", 0, "window_words must be a positive integer, got 0"),
+    ("window_words", "wide", "window_words must be a positive integer, got 'wide'"),
     ("k", 0, "k must be a positive integer, got 0"),
     ("aggregation", "median", "unknown aggregation 'median'"),
     ("text_field", 3, "text_field must be a column name"),
-    ("windows", 10, "LongDoc has no parameter 'windows'; parameters: aggregation, window"),
+    ("windows", 10, "LongDoc has no parameter 'windows'; parameters: aggregation, window_words"),
 ])
 def test_longdoc_set_parameter_refuses_what_the_constructor_refuses(name, value, problem):
-    wrapped = pl.LongDoc(castle_counter(), aggregation="kmaxavg", window=30, stride=15)
+    wrapped = pl.LongDoc(castle_counter(), aggregation="kmaxavg", window_words=30, stride_words=15)
     with pytest.raises(ValueError, match=re.escape(problem)):
         wrapped.set_parameter(name, value)
-    assert wrapped.get_parameter("window") == 30 and wrapped.get_parameter("k") == 3  # unchanged
+    assert wrapped.get_parameter("window_words") == 30 and wrapped.get_parameter("k") == 3  # unchanged
 
 
 def test_longdoc_stride_beyond_window_reads_nothing_with_a_warning():
     _, _, candidates = toy_task(n_queries=2)
-    wrapped = pl.LongDoc(castle_counter(), window=30, stride=15)
-    wrapped.set_parameter("stride", 100)  # a grid sets one value at a time: checked when a frame comes
-    with pytest.warns(UserWarning, match=r"stride \(100\) > window \(30\) would skip document text\. This setting "
-                                         r"scores no document"):
+    wrapped = pl.LongDoc(castle_counter(), window_words=30, stride_words=15)
+    wrapped.set_parameter("stride_words", 100)  # a grid sets one value at a time: checked when a frame comes
+    with pytest.warns(UserWarning, match=r"stride_words \(100\) > window_words \(30\) would skip document text\. "
+                                         r"This setting scores no document"):
         run = wrapped(candidates)
     from pyterrier_longdoc._frames import FAILED_SETTING_DOCNO
 
     assert run["docno"].tolist() == [FAILED_SETTING_DOCNO] * 2 and run["qid"].tolist() == ["q0", "q1"]
-    wrapped.set_parameter("window", 100)  # the grid's next value makes it valid
+    wrapped.set_parameter("window_words", 100)  # the grid's next value makes it valid
     assert len(wrapped(candidates)) == len(candidates)
 
 
@@ -167,13 +167,13 @@ def grid_search(pipeline, transformer, grid):
 
 def test_grid_search_over_longdoc_skips_stride_beyond_window():
     _, _, candidates = toy_task(n_queries=4)
-    wrapped = pl.LongDoc(castle_counter(), window=4, stride=4)
+    wrapped = pl.LongDoc(castle_counter(), window_words=4, stride_words=4)
     scan, best, setting, messages = grid_search(pt.Transformer.from_df(candidates) >> wrapped, wrapped,
-                                                {"window": [4, 60], "stride": [4, 60]})
-    assert setting["stride"] <= setting["window"] and best == 1.0
-    invalid = scan[scan["tran_1_stride"] > scan["tran_0_window"]]
+                                                {"window_words": [4, 60], "stride_words": [4, 60]})
+    assert setting["stride_words"] <= setting["window_words"] and best == 1.0
+    invalid = scan[scan["tran_1_stride_words"] > scan["tran_0_window_words"]]
     assert len(invalid) == 1 and invalid["recip_rank"].tolist() == [0.0]
-    assert any("stride (60) > window (4)" in m for m in messages)
+    assert any("stride_words (60) > window_words (4)" in m for m in messages)
 
 
 def test_grid_search_over_a_model_skips_stride_beyond_window(window_model):

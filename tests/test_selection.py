@@ -153,7 +153,8 @@ def test_resume_with_selection_ends_as_an_uninterrupted_run(tiny_bert, tmp_path)
                                  **options)
     assert latest_checkpoint(tmp_path / "resumed").name == "step-000005"
     resumed = new_model(tiny_bert)
-    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    with pytest.warns(UserWarning, match=r"step-000005: resumed at step 5 of 8"):
+        history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
     assert history.attrs["selection"] == full.attrs["selection"]
     np.testing.assert_allclose(history["RR@10"].dropna(), full["RR@10"].dropna())
     for key, value in weights(straight).items():

@@ -4,7 +4,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
-from pyterrier_longdoc import FirstP
+from pyterrier_longdoc import FirstP, LongDocWarning
 from pyterrier_longdoc.wrap import LongDoc
 
 TEXTS = ["castle " + "the a of " * 30 + "river", "red dog", "", "blue fish " * 20]
@@ -35,7 +35,7 @@ def firstp(tiny_bert):
 
 
 def test_max_equals_maxp_by_hand(firstp):
-    wrapper = LongDoc(firstp, aggregation="max", window=8, stride=4)
+    wrapper = LongDoc(firstp, aggregation="max", window_words=8, stride_words=4)
     out = wrapper(frame())
     np.testing.assert_allclose(out["score"], by_hand(wrapper, firstp, np.max), rtol=1e-5)
 
@@ -43,14 +43,14 @@ def test_max_equals_maxp_by_hand(firstp):
 @pytest.mark.parametrize("aggregation, reduce", [
     ("first", lambda s: s[0]), ("sum", np.sum), ("mean", np.mean), ("kmaxavg", lambda s: np.sort(s)[::-1][:2].mean())])
 def test_aggregations(aggregation, reduce):
-    wrapper = LongDoc(length_scorer, aggregation=aggregation, window=8, stride=4, k=2)
+    wrapper = LongDoc(length_scorer, aggregation=aggregation, window_words=8, stride_words=4, k=2)
     np.testing.assert_allclose(wrapper(frame())["score"], by_hand(wrapper, length_scorer, reduce))
 
 
 def test_one_scorer_call_and_the_input_columns_kept():
     calls = []
     counting = pt.apply.generic(lambda df: calls.append(len(df)) or length_scorer(df))
-    out = LongDoc(counting, window=8, stride=4)(frame())
+    out = LongDoc(counting, window_words=8, stride_words=4)(frame())
     assert len(calls) == 1 and calls[0] > len(TEXTS)
     assert set(out.columns) == set(frame().columns) and len(out.columns) == len(frame().columns)
     assert (out[["qid", "docno", "text", "extra"]] == frame()[["qid", "docno", "text", "extra"]]).all().all()
@@ -60,14 +60,14 @@ def test_one_scorer_call_and_the_input_columns_kept():
 def test_first_scores_only_the_first_passage_of_each_document():
     seen = []
     recording = pt.apply.generic(lambda df: seen.extend(df["text"]) or length_scorer(df))
-    wrapper = LongDoc(recording, aggregation="first", window=8, stride=4)
+    wrapper = LongDoc(recording, aggregation="first", window_words=8, stride_words=4)
     wrapper(frame())
     assert seen == [wrapper.passages(text)[0] for text in TEXTS]
 
 
 def test_passages_cover_the_whole_text():
     words = [f"w{i}" for i in range(23)]
-    passages = LongDoc(length_scorer, window=8, stride=5).passages(" ".join(words))
+    passages = LongDoc(length_scorer, window_words=8, stride_words=5).passages(" ".join(words))
     assert passages[0].split() == words[:8] and passages[-1].split()[-1] == "w22"
     assert LongDoc(length_scorer).passages("") == [""]
 
@@ -80,6 +80,40 @@ def test_passages_in_tokenizer_tokens(tiny_bert):
     passages = LongDoc(length_scorer, window=6, stride=6, tokenizer=tokenizer).passages(text)
     lengths = [len(tokenizer.tokenize(p)) for p in passages]
     assert sum(lengths) == len(tokenizer.tokenize(text)) and set(lengths[:-1]) == {6} and lengths[-1] <= 6
+
+
+def test_lengths_are_named_by_their_unit_words_or_tokenizer_tokens(tiny_bert):
+    from transformers import AutoTokenizer
+
+    words = " ".join(f"w{i}" for i in range(23))
+    wrapper = LongDoc(length_scorer, window_words=8, stride_words=5)
+    assert repr(wrapper).endswith("window_words=8, stride_words=5)")
+    assert (wrapper.window_words, wrapper.stride_words) == (8, 5)
+    default = LongDoc(length_scorer)
+    assert (default.window_words, default.stride_words) == (150, 75)
+    tokens = LongDoc(length_scorer, window=6, stride=3, tokenizer=AutoTokenizer.from_pretrained(tiny_bert))
+    assert repr(tokens).endswith("window=6, stride=3)") and (tokens.window, tokens.stride) == (6, 3)
+    with pytest.raises(AttributeError, match="counts its tokenizer's tokens: use window"):
+        _ = tokens.window_words
+    with pytest.raises(ValueError, match="window_words counts white-space words, but with a tokenizer .* give window="):
+        LongDoc(length_scorer, window_words=6, tokenizer=tokens.tokenizer)
+    assert wrapper.passages(words) == LongDoc(length_scorer, window_words=8, stride_words=5).passages(words)
+
+
+def test_old_length_names_without_a_tokenizer_warn_and_keep_working():
+    words = " ".join(f"w{i}" for i in range(23))
+    with pytest.warns(DeprecationWarning, match="(window|stride) is deprecated, use (window|stride)_words") as caught:
+        old = LongDoc(length_scorer, window=8, stride=5)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "window is deprecated, use window_words" in messages and "stride is deprecated, use stride_words" in messages
+    assert old.passages(words) == LongDoc(length_scorer, window_words=8, stride_words=5).passages(words)
+    with pytest.warns(DeprecationWarning, match="window is deprecated, use window_words"):
+        old.set_parameter("window", 10)
+    assert old.window_words == 10
+    with pytest.warns(DeprecationWarning, match="stride is deprecated, use stride_words"):
+        assert old.stride == 5
+    with pytest.raises(TypeError, match="give window_words only"):
+        LongDoc(length_scorer, window=8, window_words=8)
 
 
 def test_empty_frame_and_bad_input():
@@ -120,7 +154,10 @@ def test_monot5_inside_longdoc(tmp_path):
     pyterrier_t5 = pytest.importorskip("pyterrier_t5")
     path = write_tiny_t5(tmp_path / "tiny-t5")
     monot5 = pyterrier_t5.MonoT5ReRanker(tok_model=path, model=path, verbose=False, device="cpu")
-    wrapper = LongDoc(monot5, aggregation="max", window=8, stride=4)
-    out = wrapper(frame())
+    wrapper = LongDoc(monot5, aggregation="max", window_words=8, stride_words=4)
+    # the toy T5 tokenizer still reads its special strings as special tokens after text_only_backend: LongDoc
+    # says so (as it runs the scorer)
+    with pytest.warns(LongDocWarning, match=r"this tokenizer still reads \['<pad>', '</s>', '<unk>'\] in text"):
+        out = wrapper(frame())
     assert np.isfinite(out["score"]).all()
     np.testing.assert_allclose(out["score"], by_hand(wrapper, monot5, np.max), rtol=1e-5)

@@ -114,14 +114,14 @@ def read_ids(answer: str, n: int) -> tuple[list[int], int]:
     return order, len(ids)
 
 
-def window_ranges(n: int, window: int, step: int) -> list[tuple[int, int]]:
-    """RankGPT's sliding window from the bottom of the list up: ``[n - window, n)``, then ``step``
-    higher, until a window reaches the top (cut at 0; none after it, so a list of ``window`` or
-    fewer passages is one window)."""
+def window_ranges(n: int, window_passages: int, stride_passages: int) -> list[tuple[int, int]]:
+    """RankGPT's sliding window from the bottom of the list up: ``[n - window_passages, n)``, then
+    ``stride_passages`` higher, until a window reaches the top (cut at 0; none after it, so a list
+    of ``window_passages`` or fewer passages is one window)."""
     ranges, end = [], n
     while end > 0:
-        ranges.append((max(end - window, 0), end))
-        if end <= window:
+        ranges.append((max(end - window_passages, 0), end))
+        if end <= window_passages:
             break
-        end -= step
+        end -= stride_passages
     return ranges

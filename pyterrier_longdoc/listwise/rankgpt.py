@@ -9,7 +9,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .._frames import column_texts, input_frame
-from .._warn import warn
+from .._warn import renamed, warn
 from .backends import ChatBackend
 from .calls import ChatCalls
 from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budget, parse_permutation, passage,
@@ -29,7 +29,8 @@ class RankGPT(pt.Transformer):
     Args:
         backend: an :class:`OpenAIChat` (OpenAI, or vLLM/llama.cpp/Ollama via ``base_url``),
             :class:`AnthropicChat` or :class:`TransformersChat`.
-        window, step: passages per prompt and how far the window moves up (20 and 10, as the paper).
+        window_passages, stride_passages: passages per prompt and how many passages the window
+            moves up (20 and 10, as the paper; rank_llm's ``window_size`` and ``stride``).
         top_k: how many candidates of each query are re-ranked (100, as the paper); the rest
             keep their order below them.
         max_doc_tokens: each document cut to its first ``max_doc_tokens`` tokens (the paper's
@@ -46,6 +47,8 @@ class RankGPT(pt.Transformer):
         threads: queries re-ranked at once (an API answers several requests in parallel; the
             windows of one query always run in turn, each on the previous one's order).
         verbose: a progress bar over queries.
+        window, step: the deprecated names of ``window_passages`` and ``stride_passages`` (a
+            DeprecationWarning; they go in the next release: the library's ``window`` counts tokens).
 
     The candidates' first-stage order is read from ``rank`` when the input has it, else from
     ``score`` (descending), else the rows' order; ties go by docno. Output: the input with
@@ -54,19 +57,24 @@ class RankGPT(pt.Transformer):
     the server reports them), cache hits, retries and answers that were not a clean permutation.
     """
 
-    def __init__(self, backend: ChatBackend, *, window: int = 20, step: int = 10, top_k: int | None = 100,
-                 max_doc_tokens: int | None = 300, context_tokens: int | None = None, tokenizer=None,
-                 text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,
-                 backoff: float = 1.0, threads: int = 1, verbose: bool = False):
-        for name, value, optional in (("window", window, False), ("step", step, False), ("top_k", top_k, True),
+    def __init__(self, backend: ChatBackend, *, window_passages: int = 20, stride_passages: int = 10,
+                 top_k: int | None = 100, max_doc_tokens: int | None = 300, context_tokens: int | None = None,
+                 tokenizer=None, text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,
+                 backoff: float = 1.0, threads: int = 1, verbose: bool = False, window: int | None = None,
+                 step: int | None = None):
+        window_passages, stride_passages = _window_passages(window_passages, stride_passages, window, step)
+        for name, value, optional in (("window_passages", window_passages, False),
+                                      ("stride_passages", stride_passages, False), ("top_k", top_k, True),
                                       ("max_doc_tokens", max_doc_tokens, True),
                                       ("context_tokens", context_tokens, True), ("threads", threads, False)):
             if not (optional and value is None) and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}")
-        if step > window:
-            raise ValueError(f"step ({step}) > window ({window}) would leave documents between windows unranked")
+        if stride_passages > window_passages:
+            raise ValueError(f"stride_passages ({stride_passages}) > window_passages ({window_passages}) would leave "
+                             "documents between windows unranked")
         self.calls = ChatCalls(backend, cache=cache, cache_dir=cache_dir, retries=retries, backoff=backoff)
-        self.backend, self.window, self.step, self.top_k = backend, window, step, top_k
+        self.backend, self.window_passages, self.stride_passages = backend, window_passages, stride_passages
+        self.top_k = top_k
         self.max_doc_tokens, self.text_field, self.threads, self.verbose = max_doc_tokens, text_field, threads, verbose
         self.context_tokens = context_tokens if context_tokens is not None else backend.context_tokens
         if isinstance(tokenizer, str):
@@ -82,7 +90,8 @@ class RankGPT(pt.Transformer):
 
     def __repr__(self):
         tokenizer = "" if self.tokenizer is None else f", tokenizer={self.tokenizer.name_or_path!r}"
-        return (f"RankGPT({self.backend!r}, window={self.window}, step={self.step}, top_k={self.top_k}, "
+        return (f"RankGPT({self.backend!r}, window_passages={self.window_passages}, "
+                f"stride_passages={self.stride_passages}, top_k={self.top_k}, "
                 f"max_doc_tokens={self.max_doc_tokens}, context_tokens={self.context_tokens}{tokenizer})")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -118,7 +127,7 @@ class RankGPT(pt.Transformer):
         """(the new order, the answers that named no passage, the number of windows)."""
         order = list(range(len(texts)))
         ends = [self.budget.ends(t) for t in texts[:self.top_k]]
-        no_ids, windows = [], window_ranges(len(ends), self.window, self.step)
+        no_ids, windows = [], window_ranges(len(ends), self.window_passages, self.stride_passages)
         for start, end in windows:
             ids = order[start:end]
             answer = self.calls(self.messages(query, [texts[i] for i in ids], [ends[i] for i in ids]))
@@ -162,3 +171,11 @@ def first_stage_order(inp: pd.DataFrame) -> np.ndarray:
     else:
         return np.arange(len(inp))
     return np.lexsort((inp["docno"].astype(str).to_numpy(), primary))
+
+
+def _window_passages(window_passages: int, stride_passages: int, window, step) -> tuple:
+    """The window's passages and stride, from their deprecated names ``window`` and ``step`` too."""
+    given = renamed({"window_passages": window_passages, "stride_passages": stride_passages, "window": window,
+                     "step": step}, {"window": "window_passages", "step": "stride_passages"}, "RankGPT",
+                    defaults={"window_passages": 20, "stride_passages": 10})
+    return given["window_passages"], given["stride_passages"]

@@ -5,9 +5,11 @@ from .debias import PositionDebias, debias_positions, move_passage
 from .fit_loop import fit
 from .losses import ListwiseSoftmaxLoss, MarginLoss
 from .passage import passage_triples, train_passage_ranker
+from .passage_arguments import PassageArguments
 from .recipe import document_passage_triples, train_long_document_ranker
 
 __all__ = ["fit", "TrainingArguments", "MarginLoss", "ListwiseSoftmaxLoss", "fit_best", "BestResult", "segment_documents",
            "as_maxp",
-           "debias_positions", "PositionDebias", "move_passage", "train_passage_ranker", "passage_triples",
+           "debias_positions", "PositionDebias", "move_passage", "train_passage_ranker", "PassageArguments",
+           "passage_triples",
            "train_long_document_ranker", "document_passage_triples"]

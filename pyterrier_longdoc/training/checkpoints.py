@@ -27,6 +27,7 @@ from safetensors.torch import load_file, save_file
 
 from .._files import check_safetensors, file_sha256
 from .._text import without_lone_surrogates
+from .._warn import LongDocWarning
 from .scorer import Scorer
 
 ARTIFACT_META = "pt_meta.json"
@@ -114,7 +115,7 @@ def resume(directory: Path, reranker: Scorer, optimizer: torch.optim.Optimizer,
             continue
         if problems:
             warnings.warn(f"skipped {len(problems)} damaged checkpoint(s): " + "; ".join(problems)
-                          + f"; resumed from {path}", stacklevel=3)
+                          + f"; resumed from {path}", LongDocWarning, stacklevel=3)
         return path, state
     if problems:
         raise ValueError(f"no valid checkpoint in {directory}: " + "; ".join(problems)

@@ -22,6 +22,7 @@ a few hundred triples and a larger rate (1e-4) already give a usable ranker (see
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 import warnings
@@ -32,25 +33,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._backbone import check_attention_dropout, training_attention_dropout
+from .._backbone import training_attention_dropout
 from .._frames import numeric_column, require_frame, row_positions
 from .._runtime import Runtime
-from .arguments import _is_number
+from .passage_arguments import LOSSES, PassageArguments, keyword_parameters
 
-__all__ = ["train_passage_ranker", "passage_triples", "LOSSES"]
-
-LOSSES = ("margin", "mnrl")
+__all__ = ["train_passage_ranker", "passage_triples", "PassageArguments", "LOSSES"]
 
 
 def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str | os.PathLike = "passage-ranker", *,
                          topics: pd.DataFrame | None = None, qrels: pd.DataFrame | None = None,
                          passages: pd.DataFrame | None = None, candidates: pd.DataFrame | None = None,
-                         steps: int | None = None, epochs: int = 1, lr: float = 1e-4, head_lr: float | None = None,
-                         batch_size: int = 8, warmup: float = 0.1, loss: str = "margin",
-                         negatives_per_query: int = 1, top_k: int = 20, max_length: int = 256, seed: int = 42,
-                         dtype: str | torch.dtype | None = None,
-                         device: str | torch.device | None = None, verbose: bool = False, progress: bool = True,
-                         attention_dropout: float | None = None, bf16: bool | None = None) -> str:
+                         args: PassageArguments | None = None, **options) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
 
     Args:
@@ -66,70 +60,40 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             ``negatives_per_query`` triples whose negatives are drawn from the topic's ``top_k``
             non-relevant candidates (hard negatives); without ``candidates``, or for a topic none
             of whose candidates is a non-relevant passage, from all the passages at random.
-        steps: optimiser steps; default ``epochs`` passes over the triples.
-        lr: the papers use 1e-5 to 3e-5 over 100k+ steps; a few hundred CPU steps need ~1e-4
-            (measured: MiniLM at 3e-5 learns nothing in 120 steps of 8, at 1e-4 a usable ranker).
-        head_lr: the rate of the sequence-classification head (the parameters outside the
-            encoder: a fresh one over a plain encoder); default ``lr``. A fresh head at the
-            encoder's rate barely turns from its random direction in a few hundred steps, so
-            the encoder has to learn towards it; the papers' document training gives the head
-            ten times the encoder's rate. (The recipe leaves it off: with it and no attention
-            dropout the passage stage did better on GCIDE and worse on FOLDOC.)
-        batch_size: triples per optimiser step.
-        warmup: fraction of the steps with a linearly rising rate (then linear decay, the
-            Trainer's default schedule).
-        loss: ``"margin"`` (hinge on ``score(positive) - score(negative)`` with margin 1, as the
-            papers' document training and ``fit``) or ``"mnrl"`` (sentence-transformers'
-            MultipleNegativesRankingLoss: softmax over the positive, the hard negative and the
-            batch's other passages).
-        max_length: tokens of query + passage.
-        seed: sampling of negatives, the head's initialisation and the data order.
-        dtype: mixed precision, as the models take it, with their default: ``None`` (default: bf16
-            or fp16 on CUDA, fp32 elsewhere, so that a recipe without ``dtype`` trains both stages
-            alike on every CPU), ``"auto"`` (also bf16 on CPUs that have it natively), ``"bf16"``,
-            ``"fp16"`` (GPUs only), ``"fp32"`` or a ``torch.dtype``; ``"int8"`` quantizes inference
-            only, so it trains in fp32.
-        device: where to train; default CUDA if available, else MPS if available, else the CPU.
-        verbose: the loading reports of transformers and sentence-transformers, and each logged
-            loss, printed.
-        progress: a progress bar over the optimiser steps, with the last logged loss (on stderr);
-            ``False`` for none. On a CPU this stage takes minutes: the bar shows it is working.
-        attention_dropout: the dropout on the attention probabilities while training (default
-            ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use
-            its fused attention kernel on the CPU (a step at 256 tokens takes about 30% less
-            time), as ``fit``'s option of the same name. The saved config keeps the backbone's.
-        bf16: deprecated, ``dtype="bf16"`` or ``dtype="fp32"``.
+        args: a :class:`~pyterrier_longdoc.training.PassageArguments` (steps, lr, batch_size,
+            loss, dtype, ...; see it for each field's meaning and default).
+        **options: the same fields as keyword arguments (``steps=100, lr=1e-4``), over ``args``:
+            an explicit keyword wins. An unknown name or a bad value is an error naming it,
+            before anything loads.
 
     Returns the path of the saved folder (``output_dir``), loadable with
     ``sentence_transformers.CrossEncoder``; its ``training_log.json`` holds the number of steps
     and the first and last logged loss.
     """
+    args = PassageArguments.from_options(options, base=args)
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
 
-    check_attention_dropout(attention_dropout)
-    _check_options(loss=loss, epochs=epochs, batch_size=batch_size, negatives_per_query=negatives_per_query,
-                   top_k=top_k, max_length=max_length, steps=steps, warmup=warmup, lr=lr, head_lr=head_lr)
-    runtime = Runtime(dtype=_dtype_of(dtype, bf16), device=device)
-    triples = _training_triples(data, topics, qrels, passages, candidates, negatives_per_query, top_k, seed)
+    runtime = Runtime(dtype=args.dtype, device=args.device)
+    triples = _training_triples(data, topics, qrels, passages, candidates, args.negatives_per_query, args.top_k,
+                                args.seed)
 
-    torch.manual_seed(seed)  # the fresh head's weights
-    with _quiet_loading(verbose):  # the "classifier MISSING" report: a new head is what this stage trains
-        model = CrossEncoder(str(backbone), num_labels=1, max_length=max_length,
+    torch.manual_seed(args.seed)  # the fresh head's weights
+    with _quiet_loading(args.verbose):  # the "classifier MISSING" report: a new head is what this stage trains
+        model = CrossEncoder(str(backbone), num_labels=1, max_length=args.max_length,
                              device=str(runtime.available_devices()[0]))
-    total_steps = steps or epochs * -(-len(triples) // batch_size)
-    args = _trainer_arguments(runtime, output_dir, steps=steps, epochs=epochs, batch_size=batch_size, lr=lr,
-                              warmup_steps=int(warmup * total_steps), seed=seed, total_steps=total_steps,
-                              rates=_head_rates(model.model, head_lr))
+    total_steps = args.steps or args.epochs * -(-len(triples) // args.batch_size)
+    trainer_args = _trainer_arguments(runtime, output_dir, args, total_steps=total_steps,
+                                      rates=_head_rates(model.model, args.head_lr))
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=_loss(model, loss))
-    if not verbose:
+    trainer = CrossEncoderTrainer(model=model, args=trainer_args, train_dataset=dataset, loss=_loss(model, args.loss))
+    if not args.verbose:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # the loss is logged for training_log.json, not printed
-    if progress:
+    if args.progress:
         trainer.add_callback(_progress_bar())
-    with training_attention_dropout(model.model, attention_dropout):
+    with training_attention_dropout(model.model, args.attention_dropout):
         trainer.train()
     output_dir = Path(output_dir)
     model.save_pretrained(str(output_dir))
@@ -138,35 +102,11 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     return str(output_dir)
 
 
-def _check_options(*, loss: str, steps, warmup: float, lr, head_lr, **positive) -> None:
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if not _positive_number(lr):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-    if head_lr is not None and not _positive_number(head_lr):
-        raise ValueError(f"head_lr must be a positive number or None, got {head_lr!r}")
-    for name, value in positive.items():
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if steps is not None and (not isinstance(steps, (int, np.integer)) or steps < 1):
-        raise ValueError(f"steps must be a positive integer or None, got {steps!r}")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {warmup}")
-
-
-def _positive_number(value) -> bool:
-    return _is_number(value) and value > 0
-
-
-def _dtype_of(dtype, bf16: bool | None):
-    """``dtype``, or what the deprecated ``bf16`` flag says."""
-    if bf16 is None:
-        return dtype
-    if dtype is not None:
-        raise TypeError("give dtype only: bf16= is its deprecated form")
-    warnings.warn("train_passage_ranker(bf16=...) is deprecated: use dtype='bf16' or dtype='fp32'",
-                  DeprecationWarning, stacklevel=3)
-    return "bf16" if bf16 else "fp32"
+# the signature shows PassageArguments' fields and defaults (for inspect, IDEs and the API reference), which
+# **options takes
+_SIGNATURE = inspect.signature(train_passage_ranker)
+train_passage_ranker.__signature__ = _SIGNATURE.replace(parameters=[
+    *[p for p in _SIGNATURE.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD], *keyword_parameters()])
 
 
 def _training_triples(data, topics, qrels, passages, candidates, negatives_per_query: int, top_k: int,
@@ -200,8 +140,8 @@ def _head_rates(model, head_lr: float | None) -> dict[str, float]:
     return {r"(^|\.)model\.(" + "|".join(re.escape(name) for name in head) + ")$": float(head_lr)}
 
 
-def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batch_size: int, lr: float,
-                       warmup_steps: int, seed: int, total_steps: int, rates: dict[str, float]):
+def _trainer_arguments(runtime: Runtime, output_dir, args: PassageArguments, *, total_steps: int,
+                       rates: dict[str, float]):
     """sentence-transformers' training arguments: the runtime's device and precision, the
     head's rate (``rates``), no saving on the way, the loss logged ten times for
     ``training_log.json``."""
@@ -213,10 +153,10 @@ def _trainer_arguments(runtime: Runtime, output_dir, *, steps, epochs: int, batc
     if precision == "fp16" and device.type != "cuda":
         raise ValueError(f"dtype fp16 trains on a CUDA GPU only, not on {device}; use 'bf16' or 'fp32'")
     return CrossEncoderTrainingArguments(
-        output_dir=str(Path(output_dir) / "trainer"), max_steps=steps or -1, num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size, learning_rate=lr, learning_rate_mapping=rates,
-        warmup_steps=warmup_steps, weight_decay=0.0,
-        seed=seed, data_seed=seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
+        output_dir=str(Path(output_dir) / "trainer"), max_steps=args.steps or -1, num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch_size, learning_rate=args.lr, learning_rate_mapping=rates,
+        warmup_steps=int(args.warmup * total_steps), weight_decay=0.0,
+        seed=args.seed, data_seed=args.seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
         report_to="none", logging_strategy="steps", logging_steps=max(1, total_steps // 10),
         # the Trainer's own bar writes every logged loss below it: _progress_bar shows it as a postfix
         disable_tqdm=True, dataloader_drop_last=False,

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -23,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from .._backbone import attention_dropout_sites
+from .._warn import renamed
 from .arguments import TrainingArguments
+from .passage_arguments import PassageArguments
 from .sampling import Named, as_frame, checked_qrels, checked_topics, hard_negative_pools, text_lookup
 
 __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAGE_STAGE", "document_passage_triples"]
@@ -46,7 +49,7 @@ RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, querie
 # benchmarks/results/effectiveness-passage-foldoc*). 80 steps scored as well there, but left the
 # demo's MaxP below a random order (benchmarks/results/demo-80-step-passage-stage-rejected.json).
 RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=128)
-RECIPE_WINDOW, RECIPE_STRIDE = 75, 38  # words: the passage stage's windows of documents
+RECIPE_WINDOW_WORDS, RECIPE_STRIDE_WORDS = 75, 38  # the passage stage's windows of documents, in words
 _WORD = re.compile(r"\w+")
 HARD_NEGATIVES = ("sampled", "hardest")
 
@@ -67,8 +70,9 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         passages: (query, positive, negative) passage triples for the passage stage (a frame or
             an iterable, as ``train_passage_ranker``'s ``data``); ``None`` derives them from the
             documents (see the module doc); ``False`` skips the passage stage.
-        passage_options / args: the passage stage's options over ``RECIPE_PASSAGE_STAGE``; the
-            document stage's ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
+        passage_options / args: the passage stage's options (``PassageArguments``' fields) over
+            ``RECIPE_PASSAGE_STAGE``, checked before anything is built; the document stage's
+            ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
     The recipe's document stage trains without attention dropout where the library knows how to
     switch it off (BERT-style and Llama-style encoders; another encoder keeps its own, and the
@@ -87,11 +91,14 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
     warm_start = str(backbone)
     if passages is not False:
         started, cpu = time.time(), time.process_time()
-        if passages is None:
-            passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         options = {**RECIPE_PASSAGE_STAGE, **(passage_options or {}), "seed": seed}
         if dtype is not None and "bf16" not in options:  # the same precision in both stages
             options.setdefault("dtype", dtype)
+        with warnings.catch_warnings():  # checked before the triples are built; a deprecation is warned below
+            warnings.simplefilter("ignore", DeprecationWarning)
+            PassageArguments.from_options(options, where="train_long_document_ranker: passage_options")
+        if passages is None:
+            passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         warm_start = train_passage_ranker(backbone, passages, output_dir / "passage-stage", **options)
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                    "triples": len(passages), **_passage_losses(warm_start)}
@@ -125,14 +132,24 @@ def _passage_losses(folder: str) -> dict:
 
 
 def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidates, *, text=None,
-                             text_field: str = "text", window: int = RECIPE_WINDOW, stride: int = RECIPE_STRIDE,
-                             top_k: int = 10, hard_negative: str = "sampled", seed: int = 42) -> pd.DataFrame:
+                             text_field: str = "text", window_words: int = RECIPE_WINDOW_WORDS,
+                             stride_words: int = RECIPE_STRIDE_WORDS, top_k: int = 10, hard_negative: str = "sampled",
+                             seed: int = 42, window: int | None = None, stride: int | None = None) -> pd.DataFrame:
     """Passage triples ``qid, query, positive, negative`` from document qrels (see the module doc):
     two per relevant document, one hard negative and one easy.
 
+    ``window_words``, ``stride_words``: the windows' length and step in white-space separated
+    words (``window`` and ``stride`` are their deprecated names, for one release).
     ``hard_negative``: ``"sampled"``, the best-matching window of a negative drawn from the top_k;
     ``"hardest"``, the best-matching window over all of them (the window a lexical match most
     confuses with the answer)."""
+    given = renamed({"window_words": window_words, "stride_words": stride_words, "window": window, "stride": stride},
+                    {"window": "window_words", "stride": "stride_words"}, "document_passage_triples",
+                    defaults={"window_words": RECIPE_WINDOW_WORDS, "stride_words": RECIPE_STRIDE_WORDS})
+    window_words, stride_words = given["window_words"], given["stride_words"]
+    for name, value in (("window_words", window_words), ("stride_words", stride_words)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"document_passage_triples: {name} must be a positive integer, got {value!r}")
     if hard_negative not in HARD_NEGATIVES:
         raise ValueError(f"hard_negative must be one of {HARD_NEGATIVES}, got {hard_negative!r}")
     context = Named("train_long_document_ranker")
@@ -142,7 +159,7 @@ def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidat
     pools = hard_negative_pools(topics, qrels, frame, top_k)
     lookup = text_lookup(frame, text_field, text)
     docnos = list(dict.fromkeys(d for pos, neg in pools.values() if pos and neg for d in pos + neg))
-    windows = {d: _windows(t, window, stride) for d, t in zip(docnos, lookup(docnos))}
+    windows = {d: _windows(t, window_words, stride_words) for d, t in zip(docnos, lookup(docnos))}
     bm25 = _WindowBM25([w for ws in windows.values() for w in ws])
     rows = []
     for qid, query in zip(topics["qid"].astype(str), topics["query"]):
@@ -164,10 +181,10 @@ def document_passage_triples(topics: pd.DataFrame, qrels: pd.DataFrame, candidat
     return pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
 
 
-def _windows(text: str, window: int, stride: int) -> list[str]:
+def _windows(text: str, window_words: int, stride_words: int) -> list[str]:
     words = text.split()
-    starts = range(0, max(1, len(words) - window + stride), stride)
-    return [" ".join(words[s:s + window]) for s in starts if words[s:s + window]] or [text]
+    starts = range(0, max(1, len(words) - window_words + stride_words), stride_words)
+    return [" ".join(words[s:s + window_words]) for s in starts if words[s:s + window_words]] or [text]
 
 
 class _WindowBM25:

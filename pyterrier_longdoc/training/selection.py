@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from .._warn import LongDocWarning
+
 BEST_DIR = "best"
 PAPERS_LR = (1e-5, 3e-5)  # the encoder rates of PARADE's and Boytsov et al.'s training
 
@@ -127,11 +129,11 @@ def _advice(lr: float | None) -> str:
             "model (a passage stage) are more likely to help.")
 
 
-class TrainingBelowStartWarning(UserWarning):
+class TrainingBelowStartWarning(LongDocWarning):
     """Training ended with a validation metric below the starting model's."""
 
 
-class ChanceLevelWarning(UserWarning):
+class ChanceLevelWarning(LongDocWarning):
     """The best model's validation metric is no better than a random order of the candidates."""
 
 

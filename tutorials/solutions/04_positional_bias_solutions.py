@@ -6,7 +6,7 @@
 
 # %% Exercise 1: other aggregations of the window scores
 for aggregation in ("sum", "mean", "kmaxavg"):
-    ranker = LongDoc(similarity, aggregation=aggregation, window=100, stride=50)
+    ranker = LongDoc(similarity, aggregation=aggregation, window_words=100, stride_words=50)
     runs[f"LongDoc {aggregation}"] = (candidates >> ranker)(collection.topics)
 for subset in (collection.near(), collection.far()):
     table = experiment(subset)
@@ -20,7 +20,7 @@ for subset in (collection.near(), collection.far()):
 # %% Exercise 2: the far variant with first_tokens=256
 far_256 = build_far_relevant(passages, far_topics, passage_qrels, tokenizer=minilm,
                              variant="far", first_tokens=256, max_doc_tokens=1024, negatives=3, seed=0)
-short_first = LongDoc(similarity, aggregation="first", window=200, stride=200)
+short_first = LongDoc(similarity, aggregation="first", window_words=200, stride_words=200)
 rankers = {**models, "FirstP, 200 words": short_first}
 unlabelled = far_256.candidates.drop(columns=["label", "source"])
 far_table = pt.Experiment([ranker(unlabelled) for ranker in rankers.values()], far_256.queries, far_256.qrels,
@@ -37,7 +37,7 @@ assert rr(far_table, "MaxP") >= 0.95
 
 # %% Exercise 3: FirstP's window on the near queries
 near = collection.near()
-windows = {f"first {words} words": LongDoc(similarity, aggregation="first", window=words, stride=words)
+windows = {f"first {words} words": LongDoc(similarity, aggregation="first", window_words=words, stride_words=words)
            for words in (100, 200, 400)}
 print(pt.Experiment([candidates >> ranker for ranker in windows.values()], near.topics, near.qrels, [RR],
                     names=list(windows), round=3).to_string(index=False))
