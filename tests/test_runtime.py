@@ -83,3 +83,14 @@ def test_the_passage_stage_and_the_models_share_one_default_precision(monkeypatc
     assert Runtime(dtype=default, device="cpu").dtype_name() == "fp32"
     assert Runtime(dtype="auto", device="cpu").dtype_name() == "bf16"  # what the passage stage used to default to
 
+
+
+def test_int8_says_that_it_reorders_rankings(tiny_bert):
+    from pyterrier_longdoc import LongDocWarning
+
+    model = pl.MaxP(tiny_bert, window=6, stride=3, dtype="int8")
+    with pytest.warns(LongDocWarning, match=r"dtype='int8' re-orders rankings.*dtype='auto' never picks it"):
+        model.score_texts(["red cat"], ["the red cat sat on the mat"])
+    dynamic = torch.ao.nn.quantized.dynamic.Linear
+    quantized = [m for m in model._replicas._copies[0].encoder.modules() if isinstance(m, dynamic)]
+    assert quantized and all(m.weight().qscheme() == torch.per_channel_affine for m in quantized)
