@@ -19,7 +19,7 @@ FLOORS = {
     "training": 7, "_reranker": 8,
     "models": 9,
     # above the engine
-    "wrap": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
+    "wrap": 10, "scale_out": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
     # the applications: the demo imports models, diagnostics and evaluation
     "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
     # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on

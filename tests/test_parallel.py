@@ -43,3 +43,39 @@ def test_ray_parallel_gives_the_scores_of_one_process(tiny_bert, ray_cluster):
     assert sorted(scored.index) == sorted(single.index)
     # each worker batches only its own queries' windows: kernels chosen by a batch's shape round differently
     np.testing.assert_allclose(scored.loc[single.index].to_numpy(), single.to_numpy(), atol=1e-5)
+
+
+def test_ray_scorer_gives_the_model_s_ranking_and_keeps_its_workers(tiny_bert, ray_cluster):
+    """Groups of 3 rows dealt to 2 actors (queries split across them) rank as one process does; a
+    second call reuses the same actors (the model is shipped once); an empty frame gives the
+    model's empty result; a missing column is named."""
+    from pyterrier_longdoc.scale_out import RayScorer
+
+    maxp = pl.MaxP(tiny_bert, window=12, stride=6)
+    inp = frame(n_queries=3, docs=5)
+    single = maxp(inp)
+    with RayScorer(maxp, workers=2, group_size=3) as scorer:
+        scored = scorer(inp)
+        actors = list(scorer._actors)
+        again = scorer(inp.iloc[::-1])
+        assert scorer._actors == actors
+        assert len(scorer(inp.iloc[:0])) == 0
+        with pytest.raises(KeyError, match="text"):
+            scorer(inp.drop(columns=["text"]))
+    assert scorer._actors is None
+    keys = list(zip(single.qid, single.docno))
+    for result in (scored, again):
+        by_key = result.set_index(["qid", "docno"]).loc[keys]
+        assert by_key["rank"].tolist() == single["rank"].tolist()
+        np.testing.assert_allclose(by_key["score"], single["score"], atol=1e-5)
+
+
+def test_ray_scorer_refuses_bad_settings_and_a_missing_cluster(tiny_bert):
+    from pyterrier_longdoc.scale_out import RayScorer
+
+    maxp = pl.MaxP(tiny_bert)
+    for bad in ({"workers": 0}, {"group_size": 1.5}, {"num_gpus": -1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            RayScorer(maxp, **bad)
+    with pytest.raises(RuntimeError, match=r"ray.init\(\)"):
+        RayScorer(maxp)(frame())
