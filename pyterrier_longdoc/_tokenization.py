@@ -54,7 +54,7 @@ def _pool() -> ThreadPoolExecutor:
     global _threads
     with _threads_lock:
         if _threads is None:
-            _threads = ThreadPoolExecutor(8, thread_name_prefix="pyterrier-longdoc-tokenize")
+            _threads = ThreadPoolExecutor(max(8, tokenizer_threads()), thread_name_prefix="pyterrier-longdoc-tokenize")
         return _threads
 
 

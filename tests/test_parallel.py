@@ -25,7 +25,7 @@ def test_a_model_pickles_and_scores_the_same_after(tiny_bert):
     np.testing.assert_array_equal(copy(frame())["score"], maxp(frame())["score"])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # one local cluster for the module: starting Ray takes half a minute
 def ray_cluster():
     import ray
 
@@ -70,8 +70,12 @@ def test_ray_scorer_gives_the_model_s_ranking_and_keeps_its_workers(tiny_bert, r
         np.testing.assert_allclose(by_key["score"], single["score"], atol=1e-5)
 
 
-def test_ray_scorer_refuses_bad_settings_and_a_missing_cluster(tiny_bert):
+def test_ray_scorer_refuses_bad_settings_and_a_missing_cluster(tiny_bert, monkeypatch):
+    import ray
+
     from pyterrier_longdoc.scale_out import RayScorer
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # whatever the module's cluster is doing
 
     maxp = pl.MaxP(tiny_bert)
     for bad in ({"workers": 0}, {"group_size": 1.5}, {"num_gpus": -1}):
