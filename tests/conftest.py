@@ -17,8 +17,9 @@ def pytest_configure(config):
     import torch
 
     config.addinivalue_line("markers", "slow: a test of half a minute or more; it runs in the suite (-m 'not slow' skips it)")
-    config.addinivalue_line("markers", "notebook: a test of the tutorials' notebooks (tests/test_tutorials.py); "
-                                       "-m 'not notebook' runs the library's tests alone")
+    config.addinivalue_line("markers", "notebook: documentation run end to end: the tutorials' notebooks "
+                                       "(tests/test_tutorials.py) and README's quickstart; -m 'not notebook' runs the "
+                                       "library's tests alone")
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU; skipped without one, in CI too")
 
     torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over small matmuls

@@ -33,7 +33,9 @@ def test_readme_is_short_and_keeps_the_ci_commands_and_its_links():
         [link for link in links if not (ROOT / link.split("#")[0]).exists()]
 
 
-@pytest.mark.slow  # a passage stage on MiniLM and two re-rankers: a few minutes on two CPU cores
+# README's quickstart is documentation run end to end, as the tutorials' notebooks are: "not notebook" leaves it out
+@pytest.mark.notebook
+@pytest.mark.slow  # two bi-encoders over 50 queries and their query controls: about two minutes on two CPU cores
 def test_the_quickstart_runs_as_written(tmp_path):
     (tmp_path / "quickstart.py").write_text(quickstart(README))
     # one thread while the notebooks' two kernels share the cores with it (README's test command); every core
