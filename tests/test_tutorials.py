@@ -1,6 +1,6 @@
 """The tutorials: notebooks 1-5 and 7 run top to bottom (then their exercises' solutions, in the same
 kernel), each exactly once, two at a time in the background while the library's tests run
-(``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3 and 5 share one
+(``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1 and 3 share one
 passage-trained warm start, trained once per machine and cached; notebook 6 (the real-data lab, for a
 GPU with the internet) runs top to bottom on offline stand-ins (tests/lab_standin.py), and its saved
 outputs are those of such a run, labelled as such.
@@ -375,3 +375,38 @@ def test_real_data_lab_saved_outputs_are_the_labelled_stand_in_run():
     assert_one_full_run(cells)
     assert "STAND-INS (CI)" in output_text(cells[0]) and "CI's stand-in run" in notebook.cells[0].source
     assert_lab_tables(cells)
+
+
+def all_output_text(name) -> str:
+    return "\n".join(output_text(cell) for cell in code_cells(read(name)))
+
+
+@pytest.mark.parametrize("name", ["05_comparing_models"])
+def test_notebook_prints_and_asserts_its_query_controls(name):
+    """The models compared read the query: the notebook prints the controls (another query's text, a
+    constant query, a random order) and asserts the verdict, so a run where they do not hold fails."""
+    sources = "\n".join(cell.source for cell in code_cells(read(name)))
+    assert "query_controls(" in sources and "reads_the_query(" in sources
+    assert re.search(r"assert all\(\w*verdicts\.values\(\)\)", sources)
+    shown = all_output_text(name)
+    assert all(ranking in shown for ranking in ("real query", "another query's text", "constant query", "random order"))
+
+
+def test_comparing_models_checks_selection_against_the_start_and_the_ceiling():
+    """Notebook 5 asserts that fine-tuning kept no model below its start (validation-based selection,
+    and no significant loss on the test queries) and that no model sits at the ceiling."""
+    sources = "\n".join(cell.source for cell in code_cells(read("05_comparing_models")))
+    assert 'assert (chosen["best"] >= chosen["start"]).all()' in sources
+    assert "never worse" in sources and "< CEILING" in sources
+    assert "queries needed (near)" in all_output_text("05_comparing_models")
+
+
+def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_relevant():
+    """Notebook 4 shows its title's claim with a benchmark weighted as MS MARCO's positions, and its
+    FarRelevant table has intervals and paired tests (against FirstP, and far against near)."""
+    shown = all_output_text("04_positional_bias")
+    for words in ("near-biased benchmark", "gain over FirstP", "95% low", "p against FirstP (Holm)", "far - near",
+                  "p (Holm)"):
+        assert words in shown, words
+    markdown = "\n".join(cell.source for cell in read("04_positional_bias").cells if cell.cell_type == "markdown")
+    assert "128 tokens" in markdown and "notebook 7 keeps" in markdown  # the 512-token confound, explained
