@@ -176,7 +176,6 @@ def on_colab(monkeypatch, first_run: bool) -> None:
                         lambda module: None if first_run and module == "pyterrier_longdoc" else find_spec(module))
 
 
-
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
 def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
