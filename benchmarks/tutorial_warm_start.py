@@ -1,6 +1,6 @@
 """The tutorials' warm start and variants of it, side by side: cost, ranking, and whether it reads the query.
 
-Notebooks 1, 3 and 5 start from one passage-trained cross-encoder (``tutorials/_warm_start.py``:
+Notebooks 1 and 3 start from one passage-trained cross-encoder (``tutorials/_warm_start.py``:
 the first ``LAYERS`` layers of the packaged MiniLM, ``PASSAGE_STAGE`` on the training queries'
 answers against cuts of their negatives). Their test command has a 15-minute budget on 2 cores,
 and the model's size sets most of it; notebooks also need rankers that leave RR's ceiling. This

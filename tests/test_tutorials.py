@@ -1,6 +1,6 @@
 """The tutorials: notebooks 1-5 and 7 run top to bottom (then their exercises' solutions, in the same
 kernel), each exactly once, two at a time in the background while the library's tests run
-(``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3 and 5 share one
+(``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1 and 3 share one
 passage-trained warm start, trained once per machine and cached; notebook 6 (the real-data lab, for a
 GPU with the internet) runs top to bottom on offline stand-ins (tests/lab_standin.py), and its saved
 outputs are those of such a run, labelled as such.
@@ -145,52 +145,85 @@ def test_warm_start_needs_no_fcntl_and_two_processes_train_it_once(tmp_path, mon
     assert trained == [42] and len(set(folders)) == 1 and len(folders) == 2
 
 
-def colab_block(name) -> ast.Module:
-    """The first code cell's statements up to and including its ``if "google.colab" in sys.modules`` block."""
-    tree = ast.parse(code_cells(read(name))[0].source)
+URL = "https://example.org/pyterrier-longdoc.git"  # what a user sets REPOSITORY to
+
+
+def colab_block(name, repository: str | None = None) -> ast.Module:
+    """The first code cell's statements up to and including its ``if "google.colab" in sys.modules`` block,
+    with REPOSITORY set to ``repository`` as a user sets it (the placeholder when None)."""
+    source = code_cells(read(name))[0].source
+    if repository is not None:
+        source = source.replace('REPOSITORY = "<this repository>"', f"REPOSITORY = {repository!r}", 1)
+    tree = ast.parse(source)
     end = next(i for i, node in enumerate(tree.body)
                if isinstance(node, ast.If) and "google.colab" in ast.unparse(node.test))
     return ast.Module(body=tree.body[:end + 1], type_ignores=[])
 
 
-@pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
-def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
-    """On Colab the first code cell clones the repository (the notebooks' helper modules live there;
-    notebook 6 needs none), installs the library with its [demo] extra and restarts the runtime;
-    after the restart it only moves into the clone's tutorials folder. Elsewhere it does nothing."""
-    import os
-    import subprocess
-    import types
+CLONE = "/content/pyterrier-longdoc"
 
-    clone, calls = "/content/pyterrier-longdoc", []
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
-    monkeypatch.setattr(os, "chdir", lambda path: calls.append(["cd", path]))
-    monkeypatch.setattr(os, "kill", lambda pid, signal: calls.append(["kill", signal]))
-    exec(compile(colab_block(name), name, "exec"), {})  # not on Colab: nothing happens
-    assert calls == []
+
+def on_colab(monkeypatch, first_run: bool) -> None:
+    """Colab as the first cell sees it: before the install (no clone, no library) or after the restart."""
+    import os
+    import types
 
     isdir, exists, find_spec = os.path.isdir, os.path.exists, importlib.util.find_spec
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    monkeypatch.setattr(os.path, "isdir", lambda path: not first_run if path == clone else isdir(path))
+    monkeypatch.setattr(os.path, "isdir", lambda path: not first_run if path == CLONE else isdir(path))
     monkeypatch.setattr(os.path, "exists", lambda path: not first_run if "/dictd/" in path else exists(path))
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda module: None if first_run and module == "pyterrier_longdoc" else find_spec(module))
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
+def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
+    """On Colab the first code cell clones the repository named by REPOSITORY (the notebooks' helper
+    modules live there; notebook 6 needs none), installs the library with its [demo] extra and
+    restarts the runtime; after the restart it only moves into the clone's tutorials folder.
+    Elsewhere it does nothing."""
+    import os
+    import subprocess
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    monkeypatch.setattr(os, "chdir", lambda path: calls.append(["cd", path]))
+    monkeypatch.setattr(os, "kill", lambda pid, signal: calls.append(["kill", signal]))
+    exec(compile(colab_block(name), name, "exec"), {})  # not on Colab: nothing happens, placeholder or not
+    assert calls == []
+
+    on_colab(monkeypatch, first_run)
     namespace = {}
-    exec(compile(colab_block(name), name, "exec"), namespace)
-    if first_run or name != LAB:  # notebook 6 names the repository only when it installs
-        assert namespace["REPOSITORY"] == "<this repository>" and "git clone <this repository>" in README
+    exec(compile(colab_block(name, URL), name, "exec"), namespace)
+    assert namespace["REPOSITORY"] == URL
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     if name == LAB:
-        expected = [pip + ["pyterrier-longdoc[demo] @ git+<this repository>", "ir_datasets>=0.5.6"], ["kill", 9]]
+        expected = [pip + [f"pyterrier-longdoc[demo] @ git+{URL}", "ir_datasets>=0.5.6"], ["kill", 9]]
     else:
-        moved = ["cd", f"{clone}/tutorials"]
+        moved = ["cd", f"{CLONE}/tutorials"]
         foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
                   if name == "07_biencoder_zero_shot" else [])
-        expected = [["git", "clone", "-q", "--depth", "1", "<this repository>", clone], moved, *foldoc,
-                    pip + [f"{clone}[demo]"], ["kill", 9]]
+        expected = [["git", "clone", "-q", "--depth", "1", URL, CLONE], moved, *foldoc, pip + [f"{CLONE}[demo]"],
+                    ["kill", 9]]
     assert calls == (expected if first_run else [] if name == LAB else [moved])
     assert ("the runtime restarts now" in capsys.readouterr().out) == first_run
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_first_cell_on_colab_names_the_unset_repository(name, monkeypatch):
+    """The project records no public URL: on Colab, a first cell whose REPOSITORY is still the
+    placeholder stops with an error naming the variable, before cloning or installing anything;
+    README's Install says where to set it."""
+    import subprocess
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append(command))
+    on_colab(monkeypatch, first_run=True)
+    with pytest.raises(ValueError, match="REPOSITORY, in this cell: set it to the git URL"):
+        exec(compile(colab_block(name), name, "exec"), {})
+    assert calls == []
+    assert "REPOSITORY" in README and "git clone <this repository>" in README
 
 
 def test_queries_needed_and_intervals():
@@ -341,3 +374,38 @@ def test_real_data_lab_saved_outputs_are_the_labelled_stand_in_run():
     assert_one_full_run(cells)
     assert "STAND-INS (CI)" in output_text(cells[0]) and "CI's stand-in run" in notebook.cells[0].source
     assert_lab_tables(cells)
+
+
+def all_output_text(name) -> str:
+    return "\n".join(output_text(cell) for cell in code_cells(read(name)))
+
+
+@pytest.mark.parametrize("name", ["05_comparing_models"])
+def test_notebook_prints_and_asserts_its_query_controls(name):
+    """The models compared read the query: the notebook prints the controls (another query's text, a
+    constant query, a random order) and asserts the verdict, so a run where they do not hold fails."""
+    sources = "\n".join(cell.source for cell in code_cells(read(name)))
+    assert "query_controls(" in sources and "reads_the_query(" in sources
+    assert re.search(r"assert all\(\w*verdicts\.values\(\)\)", sources)
+    shown = all_output_text(name)
+    assert all(ranking in shown for ranking in ("real query", "another query's text", "constant query", "random order"))
+
+
+def test_comparing_models_checks_selection_against_the_start_and_the_ceiling():
+    """Notebook 5 asserts that fine-tuning kept no model below its start (validation-based selection,
+    and no significant loss on the test queries) and that no model sits at the ceiling."""
+    sources = "\n".join(cell.source for cell in code_cells(read("05_comparing_models")))
+    assert 'assert (chosen["best"] >= chosen["start"]).all()' in sources
+    assert "never worse" in sources and "< CEILING" in sources
+    assert "queries needed (near)" in all_output_text("05_comparing_models")
+
+
+def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_relevant():
+    """Notebook 4 shows its title's claim with a benchmark weighted as MS MARCO's positions, and its
+    FarRelevant table has intervals and paired tests (against FirstP, and far against near)."""
+    shown = all_output_text("04_positional_bias")
+    for words in ("near-biased benchmark", "gain over FirstP", "95% low", "p against FirstP (Holm)", "far - near",
+                  "p (Holm)"):
+        assert words in shown, words
+    markdown = "\n".join(cell.source for cell in read("04_positional_bias").cells if cell.cell_type == "markdown")
+    assert "128 tokens" in markdown and "notebook 7 keeps" in markdown  # the 512-token confound, explained

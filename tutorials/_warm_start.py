@@ -5,7 +5,7 @@ passage ranker (a cross-encoder fine-tuned on MS MARCO passages). The tutorials 
 laptop scale: the packaged MiniLM (its first ``layers`` layers) is fine-tuned as a passage
 cross-encoder on the training queries' answer passages against same-length cuts of their other
 documents (``synthetic.passage_triples``; under a minute on 2 cores). It is trained ONCE and
-cached on disk, in a folder named after its settings, so notebooks 1, 3 and 5 and
+cached on disk, in a folder named after its settings, so notebooks 1 and 3 and
 ``tests/test_tutorials.py`` share it: the first to ask trains it, the others load it.
 
 Cache folder: ``$PYTERRIER_LONGDOC_TUTORIALS_CACHE`` or ``~/.cache/pyterrier_longdoc/tutorials``.
