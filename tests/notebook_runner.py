@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = ROOT / "tutorials"
 # longest first, so the two kernels finish together (measured alone, one thread, solutions included:
-# about 620, 470, 470, 250, 230 and 50 s)
+# about 620, 470, 270, 250, 240 and 50 s; notebooks 1 and 3: the CPU time of their saved runs)
 EXECUTED = ["04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot", "01_quickstart",
             "02_chunking"]
 WARM_STARTED = {"05_comparing_models"}
