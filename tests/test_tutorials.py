@@ -74,6 +74,9 @@ def test_notebooks_start_from_the_shared_warm_start(name):
     assert "_warm_start.warm_start()" in sources and "_warm_start.collection()" in sources
 
 
+READS_ASSERTED = {"01_quickstart": 3, "03_training": 2}  # (model, group) pairs whose verdict each asserts
+
+
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
 def test_notebook_prints_and_asserts_that_its_models_read_the_query(name):
     """The models are checked with query controls (the same candidates scored with another query's
@@ -86,9 +89,6 @@ def test_notebook_prints_and_asserts_that_its_models_read_the_query(name):
     assert all(word in shown for word in ("real query", "another query's text", "constant query", "random order"))
     verdicts = re.findall(r"reads the query: (True|False)", "\n".join(output_text(cell) for cell in cells))
     assert verdicts.count("True") >= READS_ASSERTED[name], verdicts
-
-
-READS_ASSERTED = {"01_quickstart": 3, "03_training": 2}  # (model, group) pairs whose verdict each asserts
 
 
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
