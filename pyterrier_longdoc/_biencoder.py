@@ -55,12 +55,15 @@ class BiEncoderModel(LongDocModel):
 
     def train(self, mode: bool = True):
         if mode:  # training changes the weights: every stored embedding goes stale
-            self._windows_seen.clear()
+            self.weights_changed()
         return super().train(mode)
 
     def load_weights(self, path, sha256=None) -> None:
-        self._windows_seen.clear()
+        self.weights_changed()
         super().load_weights(path, sha256)
+
+    def weights_changed(self) -> None:
+        self._windows_seen.clear()
 
     def _document_windows(self, texts: Sequence[str], doc_ids, *, batch_size: int, progress, workers):
         """Each document's window embeddings (``[documents, windows, dim]``) and window mask. A window's

@@ -285,6 +285,10 @@ class LongDocModel(ObservedStages, nn.Module):
         config.encoder = {**config.encoder, "architectures": [architecture(self)]}
         config.write(path)
 
+    def weights_changed(self) -> None:
+        """Called after the weights were changed in place (model selection restoring the best model):
+        an engine that keeps what it computed from them (the bi-encoder's window embeddings) forgets it."""
+
     def load_weights(self, path: Path, sha256: str | None = None) -> None:
         """Loads ``model.safetensors`` of ``path``; with ``sha256``, only if its checksum matches."""
         from safetensors import SafetensorError

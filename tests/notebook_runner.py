@@ -3,8 +3,7 @@ the tutorials folder (as a user runs it: it imports the helper modules from ther
 
 ``start`` runs notebooks 1-5 and 7 in the background, two kernels at a time (one torch thread each),
 longest first, while pytest runs the library's tests: the suite then takes about the time of its
-CPU work spread over 2 cores instead of one notebook after another. Notebooks 1 and 3 wait for
-the shared warm start, which one process trains (or finds cached) before them. ``result`` waits
+CPU work spread over 2 cores instead of one notebook after another. ``result`` waits
 for one notebook and returns its executed code cells; a failing cell fails there, with nbclient's
 message naming the cell.
 
@@ -27,10 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = ROOT / "tutorials"
 # longest first, so the two kernels finish together (measured alone, one thread, solutions included:
-# about 620, 470, 470, 250, 230 and 50 s)
+# about 620, 470, 270, 250, 240 and 50 s; notebooks 1 and 3: the CPU time of their saved runs)
 EXECUTED = ["04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot", "01_quickstart",
             "02_chunking"]
-WARM_STARTED = {"01_quickstart", "03_training"}
+# notebooks whose models must read the query: each prints query_controls and asserts reads_the_query
+READ_THE_QUERY = ["01_quickstart", "03_training"]
 # notebooks that read data a Debian package installs: name -> (dictionary, package)
 SYSTEM_DATA = {"07_biencoder_zero_shot": ("foldoc", "dict-foldoc")}
 KERNELS = 2
@@ -38,8 +38,6 @@ KERNELS = 2
 _pool: ThreadPoolExecutor | None = None
 _runs: dict[str, Future] = {}
 _processes: set[subprocess.Popen] = set()
-_warm_start_lock = threading.Lock()
-_warm_start_ready = False
 _stopped = False
 
 
@@ -110,21 +108,10 @@ def stop() -> None:
 def _execute_in_a_process(name):
     import nbformat
 
-    if name in WARM_STARTED:
-        _ensure_warm_start()
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"{name}.ipynb"
         _check_call([sys.executable, __file__, name, str(out)], f"notebook {name}")
         return nbformat.read(out, as_version=4)
-
-
-def _ensure_warm_start() -> None:
-    """Trains (or finds cached) the shared warm start once, before the notebooks that load it."""
-    global _warm_start_ready
-    with _warm_start_lock:
-        if not _warm_start_ready:
-            _check_call([sys.executable, "-c", "import _warm_start; print(_warm_start.warm_start())"], "the warm start")
-            _warm_start_ready = True
 
 
 def _check_call(command, what: str) -> None:

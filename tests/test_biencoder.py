@@ -136,6 +136,24 @@ def test_documents_seen_before_are_not_encoded_again_until_training(tiny_bert, m
     assert not np.allclose(model.predict(pairs), scores)
 
 
+def test_a_restored_best_model_scores_with_its_own_window_embeddings(tiny_bert):
+    """Model selection copies the best weights back in place after the last evaluation, which kept
+    the validation documents' windows embedded by the last weights: the restored model must score
+    as the best model did, not with those stale windows."""
+    from pyterrier_longdoc.training.selection import Selection
+
+    model = pl.BiEncoderMaxP(tiny_bert, window=12, stride=6, max_doc_tokens=64)
+    pairs = [("red cat", "the red cat sat on the mat"), ("red cat", "a blue river ran past the old castle")]
+    selection = Selection("RR@10", patience=None)
+    start = model.predict(pairs)
+    selection.record(1.0, 0, model.model)  # the start is the best model
+    margin_training(model)
+    selection.record(0.5, 8, model.model)
+    assert not np.allclose(model.predict(pairs), start)  # the last evaluation: its windows are kept
+    selection.restore(model.model)
+    np.testing.assert_allclose(model.predict(pairs), start, rtol=1e-5)
+
+
 def test_zero_shot_without_a_new_head_warning_and_trainable(tiny_bert):
     with warnings.catch_warnings():
         warnings.simplefilter("error", pl.UntrainedHeadWarning)

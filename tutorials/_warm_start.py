@@ -1,12 +1,14 @@
 """The tutorials' shared starting point: one collection and one passage-trained warm start.
 
-The papers never train a long-document ranker from a raw language model: they start from a
-passage ranker (a cross-encoder fine-tuned on MS MARCO passages). The tutorials do the same at
-laptop scale: the packaged MiniLM (its first ``layers`` layers) is fine-tuned as a passage
-cross-encoder on the training queries' answer passages against same-length cuts of their other
-documents (``synthetic.passage_triples``; under a minute on 2 cores). It is trained ONCE and
-cached on disk, in a folder named after its settings, so notebooks 1 and 3 and
-``tests/test_tutorials.py`` share it: the first to ask trains it, the others load it.
+The collection (``collection()``) is every tutorial's. The papers never train a long-document
+ranker from a raw language model: they start from a passage ranker (a cross-encoder fine-tuned on
+MS MARCO passages). The warm start does the same at laptop scale: the packaged MiniLM (its first
+``layers`` layers) is fine-tuned as a passage cross-encoder on the training queries' answer
+passages against same-length cuts of their other documents (``synthetic.passage_triples``; about
+75 s on one core). On this collection it learns what an answer looks like, not which query it
+answers (benchmarks/results/tutorial-warm-start-answer-shaped-2026-11-27.md), so the notebooks
+use the packaged MiniLM as a bi-encoder instead. It is trained ONCE and cached on disk, in a folder
+named after its settings (``benchmarks/tutorial_warm_start.py`` measures it).
 
 Cache folder: ``$PYTERRIER_LONGDOC_TUTORIALS_CACHE`` or ``~/.cache/pyterrier_longdoc/tutorials``.
 Precision: ``$PYTERRIER_LONGDOC_TUTORIALS_DTYPE`` (``fp32`` by default, so that every machine

@@ -56,6 +56,8 @@ class Selection:
             parameters = dict(model.named_parameters())
             for name, value in self._weights.items():
                 parameters[name].copy_(value)
+        if hasattr(model, "weights_changed"):  # a bi-encoder's kept window embeddings are of the last weights
+            model.weights_changed()
 
     # -- checkpoints: the state in the trainer state, the weights in best/step-N.safetensors
 

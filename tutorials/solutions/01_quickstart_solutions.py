@@ -1,40 +1,52 @@
 # Solutions to the exercises of notebook 1 (01_quickstart.ipynb).
 #
-# Run these cells at the end of the notebook: they use its variables (collection, train, test,
-# groups, bm25, candidates, warm_start, windows, models, runs, random_rr, work, DTYPE). Each
-# exercise takes seconds to a minute; none trains.
+# Run these cells at the end of the notebook: they use its variables (collection, test, groups, qids,
+# bm25, candidates, candidate_frame, models, runs, random_rr, work, DTYPE). Each exercise takes
+# seconds: the bi-encoders keep the window embeddings of the documents they have read, and none trains.
 
-# %% Exercise 1: re-rank the top 2 BM25 candidates instead of the top 4
+# %% Exercise 1: re-rank the top 2 BM25 candidates instead of the top 5
 from pyterrier.measures import R
 
 top2 = bm25 % 2 >> collection.text
 runs2 = {"BM25": (bm25 % 2)(test.topics), "MaxP": (top2 >> models["MaxP"])(test.topics)}
 table2 = pt.Experiment(list(runs2.values()), test.topics, test.qrels, [RR, R @ 2], names=list(runs2), round=3)
 print(table2)
-# BM25's RR drops only on the queries where it put the answer at rank 3 or 4 (1/3 or 1/4 before,
-# 0 now); its order does not change. MaxP's RR drops more: on every such query MaxP now never sees
-# the answer, which it would have moved to the top. R@2, the
-# share of relevant documents among the candidates, is the ceiling of any re-ranker of the top 2.
-top4 = pt.Experiment([runs["BM25"], runs["MaxP"]], test.topics, test.qrels, [RR], names=["BM25", "MaxP"])
-lost = top4.set_index("name")["RR"] - table2.set_index("name")["RR"]
-print(f"RR lost with the top 2 instead of the top 4: BM25 {lost['BM25']:.3f}, MaxP {lost['MaxP']:.3f}")
+# BM25's RR drops only on the queries where it put the answer at rank 3 to 5 (1/3 to 1/5 before, 0
+# now); its order does not change. R@2, the share of relevant documents among the candidates, is the
+# ceiling of any re-ranker of the top 2: a document BM25 ranked third is not among them. MaxP's RR
+# drops on the queries where it had moved such an answer up, and rises where it had pushed an answer
+# that BM25 ranked first or second below a negative that is now gone.
+top5 = pt.Experiment([runs["BM25"], runs["MaxP"]], test.topics, test.qrels, [RR], names=["BM25", "MaxP"])
+lost = top5.set_index("name")["RR"] - table2.set_index("name")["RR"]
+print(f"RR lost with the top 2 instead of the top 5: BM25 {lost['BM25']:.3f}, MaxP {lost['MaxP']:.3f}")
 assert table2.set_index("name").loc["MaxP", "RR"] <= table2.set_index("name").loc["MaxP", "R@2"] + 1e-9
-assert 0 < lost["BM25"] < lost["MaxP"], "MaxP loses more: it would have moved those answers to the top"
+assert lost["BM25"] > 0
 
-# %% Exercise 2: SumP over the warm start, zero-shot
-from pyterrier_longdoc import SumP
+# %% Exercise 2: a ranker blind to the query, caught by the controls
+import re
 
-runs["SumP"] = (candidates >> SumP(warm_start, dtype=DTYPE, **windows))(test.topics)
-for group, subset in groups.items():
-    print(group, f"(random order {random_rr[group]:.3f})")
-    table = pt.Experiment([runs[name] for name in ("FirstP", "MaxP", "SumP")], subset.topics, subset.qrels, [RR],
-                          names=["FirstP", "MaxP", "SumP"], round=3)
-    print(table)
-    assert table.set_index("name").loc["SumP", "RR"] <= table.set_index("name").loc["MaxP", "RR"] + 0.02, group
-# SumP adds the scores of every window. Here the answer is one passage, and the other windows of
-# every candidate (answer or not) are alike, so the sum carries the windows that answer nothing
-# too: expect SumP at or below MaxP (compare the two rows against the random order). SumP gains
-# where relevance is spread over several passages of a document, not where it sits in one.
+ATTRIBUTE_WORDS = re.compile(r"\b(color|painted|built|visitors|made of|takes care|tall|opened)\b")
+
+
+def answer_shape(row):
+    """How many sentences name an attribute: what an answer looks like, whatever the query."""
+    return float(sum(bool(ATTRIBUTE_WORDS.search(sentence)) for sentence in row["text"].split(".")))
+
+
+shape = pt.apply.doc_score(answer_shape)
+blind = query_controls(shape, candidate_frame, test.qrels, groups=qids)
+print(blind.round(3))
+print("reads the query:", reads_the_query(blind))
+assert not reads_the_query(blind)
+real = blind[blind["ranking"] == "real query"].set_index("group")["RR"]
+constant = blind[blind["ranking"] == "constant query"].set_index("group")["RR"]
+assert (real == constant).all()  # the query changes nothing: every control equals the real query
+# The scores do not depend on the query, so "another query's text" and the constant query rank
+# exactly as the real one: the difference is 0 and the paired test cannot reject (the p-value is
+# undefined or 1), so the verdict's first check fails in every group. On this collection the shape
+# of an answer is in every document, so this ranker is also near a random order; on a collection
+# where only the relevant document held an answer-shaped passage it would rank well, and only the
+# controls would show that it never read the query.
 
 # %% Exercise 3: BM25 as the baseline, Bonferroni's correction
 against_bm25 = pt.Experiment(list(runs.values()), test.topics, test.qrels, [RR], names=list(runs),
@@ -57,18 +69,18 @@ assert (against_bm25["RR p-value corrected"].dropna() >= holm["RR p-value correc
 mine = pd.DataFrame([
     {"qid": "mine", "query": "what color is the bridge of carter", "docno": "answer",
      "text": "the bridge of carter is painted red. everyone in carter knows the bridge is red."},
-    {"qid": "mine", "query": "what color is the bridge of carter", "docno": "no-answer",
-     "text": "nobody in carter remembers the color of the old fence. the fence was painted long ago."},
+    {"qid": "mine", "query": "what color is the bridge of carter", "docno": "another entity",
+     "text": "the bridge of nelson is painted green. everyone in nelson knows the bridge is green."},
 ])
 print(models["MaxP"](mine)[["docno", "score", "rank"]])
 
-# %% Exercise 5: save the fine-tuned PARADE-Attn and load it back
+# %% Exercise 5: save MaxP and load it back
 import numpy as np
 
 from pyterrier_longdoc import LongDocReranker
 
-models["ParadeAttn"].save_pretrained(work / "my-parade")
-loaded = LongDocReranker.from_pretrained(work / "my-parade", dtype=DTYPE)
+models["MaxP"].save_pretrained(work / "my-maxp")
+loaded = LongDocReranker.from_pretrained(work / "my-maxp", dtype=DTYPE)
 sample = candidates(test.topics.head(2))
-np.testing.assert_allclose(loaded(sample)["score"], models["ParadeAttn"](sample)["score"], rtol=1e-4, atol=1e-5)
+np.testing.assert_allclose(loaded(sample)["score"], models["MaxP"](sample)["score"], rtol=1e-4, atol=1e-5)
 print(type(loaded).__name__, "loaded; same scores")
