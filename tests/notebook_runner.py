@@ -19,7 +19,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
