@@ -380,7 +380,7 @@ def all_output_text(name) -> str:
     return "\n".join(output_text(cell) for cell in code_cells(read(name)))
 
 
-@pytest.mark.parametrize("name", ["05_comparing_models", "07_biencoder_zero_shot"])
+@pytest.mark.parametrize("name", ["04_positional_bias", "05_comparing_models", "07_biencoder_zero_shot"])
 def test_notebook_prints_and_asserts_its_query_controls(name):
     """The models compared read the query: the notebook prints the controls (another query's text, a
     constant query, a random order) and asserts the verdict, so a run where they do not hold fails."""
