@@ -400,7 +400,7 @@ def all_output_text(name) -> str:
     return "\n".join(output_text(cell) for cell in code_cells(read(name)))
 
 
-@pytest.mark.parametrize("name", ["05_comparing_models", "07_biencoder_zero_shot"])
+@pytest.mark.parametrize("name", ["04_positional_bias", "05_comparing_models", "07_biencoder_zero_shot"])
 def test_notebook_prints_and_asserts_its_query_controls(name):
     """The models compared read the query: the notebook prints the controls (another query's text, a
     constant query, a random order) and asserts the verdict, so a run where they do not hold fails."""
@@ -422,10 +422,15 @@ def test_comparing_models_checks_selection_against_the_start_and_the_ceiling():
 
 def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_relevant():
     """Notebook 4 shows its title's claim with a benchmark weighted as MS MARCO's positions, and its
-    FarRelevant table has intervals and paired tests (against FirstP, and far against near)."""
+    FarRelevant table has intervals and paired tests (against FirstP, and far against near), on hard
+    candidates, with no comparison drawn at the ceiling."""
     shown = all_output_text("04_positional_bias")
     for words in ("near-biased benchmark", "gain over FirstP", "95% low", "p against FirstP (Holm)", "far - near",
                   "p (Holm)"):
         assert words in shown, words
     markdown = "\n".join(cell.source for cell in read("04_positional_bias").cells if cell.cell_type == "markdown")
     assert "128 tokens" in markdown and "notebook 7 keeps" in markdown  # the 512-token confound, explained
+    sources = "\n".join(cell.source for cell in code_cells(read("04_positional_bias")))
+    # no comparison at the ceiling: the models compared are asserted below it, the one above it is not compared
+    assert "CEILING = 0.95" in sources and sources.count("< CEILING") >= 3
+    assert "retriever=" in sources  # FarRelevant's candidates: BM25's hard negatives, not random documents
