@@ -1,8 +1,8 @@
 """Scale-out on a Ray cluster (issue 45): ``RayScorer`` with 2 workers against one process, from
 1,000 to 20,000 documents, side by side in one run.
 
-Each size is timed in interleaved rounds: MaxP in this process (one torch thread; and with as many
-threads as workers, for context) and ``RayScorer(maxp, workers=2)`` on a local Ray cluster of 2
+Each size is timed in interleaved rounds: MaxP in this process (one torch thread) and
+``RayScorer(maxp, workers=2)`` on a local Ray cluster of 2
 one-thread workers, warm (its actors hold the model from an untimed first call, as in batch scoring
 over many frames; the first call's cost is reported apart). Prints the speed-up per size, the
 smallest size from which 2 workers beat one process, and whether they reach 1.6x at the largest.
@@ -12,8 +12,7 @@ smallest size from which 2 workers beat one process, and whether they reach 1.6x
 
 The model is a small random BERT (MiniLM's tokenizer, 2 layers of width 64): MiniLM would take
 hours for 20,000 documents on 2 cores, and a small model is the hard case for scale-out (shipping
-texts weighs more against less compute). One process is also timed with as many torch threads as
-workers, for context.
+texts weighs more against less compute).
 """
 from __future__ import annotations
 
@@ -51,35 +50,29 @@ def time_sizes(sizes, workers: int, reps: int, group_size: int, tmp: Path) -> li
         for n in sizes:
             frame = C.make_corpus(words, n_queries=max(1, n // 100), docs_per_query=min(n, 100), min_tokens=200,
                                   max_tokens=600, seed=n)[:n]
-            rows.append({"docs": n, **time_size(maxp, scorer, frame, workers, reps), "first_call_s": first_call})
+            rows.append({"docs": n, **time_size(maxp, scorer, frame, reps), "first_call_s": first_call})
     finally:
         ray.shutdown()
     return rows
 
 
-def time_size(maxp, scorer, frame, workers: int, reps: int) -> dict:
-    """One size: one process (one thread, and ``workers`` threads) against the warm scorer."""
+def time_size(maxp, scorer, frame, reps: int) -> dict:
+    """One size: one process (one thread) against the warm scorer, interleaved."""
     import numpy as np
-    import torch
 
     scores = {}
 
-    def one(threads):
-        def run():
-            torch.set_num_threads(threads)
-            maxp.model.tokenization.clear()  # the workers tokenize every call too
-            scores["one"] = maxp(frame)
-        return run
+    def one():
+        maxp.model.tokenization.clear()  # the workers tokenize every call too
+        scores["one"] = maxp(frame)
 
     def scaled():
         scores["ray"] = scorer(frame)
 
-    sides = {"one": one(1), "threads": one(workers), "ray": scaled}
-    times = C.interleaved(sides, reps)
-    torch.set_num_threads(1)
+    times = C.interleaved({"one": one, "ray": scaled}, reps)
     a = scores["one"].set_index(["qid", "docno"])["score"]
     b = scores["ray"].set_index(["qid", "docno"])["score"].loc[a.index]
-    return {"one_s": C.median(times["one"]), "threads_s": C.median(times["threads"]), "ray_s": C.median(times["ray"]),
+    return {"one_s": C.median(times["one"]), "ray_s": C.median(times["ray"]),
             "speedup": C.median(o / r for o, r in zip(times["one"], times["ray"])),
             "max_diff": float(np.abs(a.to_numpy() - b.to_numpy()).max())}
 
@@ -103,10 +96,10 @@ def main(argv=None) -> int:
                       Path(tempfile.mkdtemp()))
     pays = next((r["docs"] for r in rows if r["speedup"] > 1.0), None)
     largest = rows[-1]
-    text = C.table(["docs", "one process s", f"one process, {args.workers} threads s", f"ray x{args.workers} s",
-                    f"speed-up ray x{args.workers} / one process", "max abs score diff"],
-                   [[r["docs"], f"{r['one_s']:.2f}", f"{r['threads_s']:.2f}", f"{r['ray_s']:.2f}",
-                     f"{r['speedup']:.2f}x", f"{r['max_diff']:.0e}"] for r in rows],
+    text = C.table(["docs", "one process s", f"ray x{args.workers} s", f"speed-up ray x{args.workers} / one process",
+                    "max abs score diff"],
+                   [[r["docs"], f"{r['one_s']:.2f}", f"{r['ray_s']:.2f}", f"{r['speedup']:.2f}x", f"{r['max_diff']:.0e}"]
+                    for r in rows],
                    title=f"RayScorer(MaxP, workers={args.workers}, group_size={args.group_size}) against one process "
                          f"(medians of {1 if args.quick else args.reps} interleaved rounds; the actors' first call, "
                          f"untimed above: {rows[0]['first_call_s']:.1f} s)")
