@@ -22,7 +22,7 @@ _FIRST_GROUP = 8
 
 def pipeline_groups(n: int) -> list[tuple[int, int]]:
     """The (start, end) rows of each group that inference scores in one engine call."""
-    groups, start, size = [], 0, _FIRST_GROUP
+    groups, start, size = [], 0, min(_FIRST_GROUP, _GROUP_SIZE)
     while start < n:
         groups.append((start, min(n, start + size)))
         start, size = start + size, min(2 * size, _GROUP_SIZE)

@@ -151,8 +151,14 @@ def test_gpu_check_runs_its_three_models_against_fp32_and_the_references_on_the_
                             env={**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = table_rows(result.stdout)
+    comparison, shares = result.stdout.split("Where the time goes")
+    rows = table_rows(comparison)
     assert [r[0] for r in rows[1:]] == ["MaxP (tiny BERT)", "PARADE-Attn", "LLMMaxP (random Llama)"]
+    # the second table: each model's time shares per dtype (tokenize wait, encoder, ...), each a percentage
+    share_rows = table_rows(shares)[1:]
+    assert [(r[0], r[1]) for r in share_rows] == [(m, d) for m in ("MaxP (tiny BERT)", "PARADE-Attn",
+                                                                    "LLMMaxP (random Llama)") for d in ("bf16", "fp32")]
+    assert all(cell.endswith("%") for r in share_rows for cell in r[2:])
     for row in rows[1:]:
         assert float(row[7]) < 1e-2  # bf16 (emulated here) against fp32
     assert float(rows[1][10]) < 1e-2 and float(rows[3][10]) < 1e-2  # against CrossEncoder.predict, transformers
