@@ -51,6 +51,8 @@ def time_sizes(sizes, workers: int, reps: int, group_size: int, tmp: Path) -> li
             frame = C.make_corpus(words, n_queries=max(1, n // 100), docs_per_query=min(n, 100), min_tokens=200,
                                   max_tokens=600, seed=n)[:n]
             rows.append({"docs": n, **time_size(maxp, scorer, frame, reps), "first_call_s": first_call})
+            print(f"{n} documents: one process {rows[-1]['one_s']:.1f} s, ray x{workers} {rows[-1]['ray_s']:.1f} s",
+                  flush=True)
     finally:
         ray.shutdown()
     return rows

@@ -31,7 +31,7 @@ class RayScorer(pt.Transformer):
     ``ray.init(address=...)`` to join a cluster).
 
     Each actor receives the model once (on the first call) and keeps it; a frame is cut into
-    groups of at most ``group_size`` rows, at least one per actor, dealt round-robin to the
+    groups of at most ``group_size`` rows, about as many rows for every actor, dealt round-robin to the
     actors, and the scored groups are
     ranked again per query, so the result is the model's own. ``num_cpus`` and ``num_gpus`` are
     each actor's Ray resources: with ``num_gpus=1`` every actor scores on its own GPU (``device``
@@ -72,8 +72,9 @@ class RayScorer(pt.Transformer):
         import ray
 
         actors = self._started()
-        # at least one group per worker, none over group_size rows
-        size = -(-len(inp) // max(len(actors), -(-len(inp) // self.group_size)))
+        # about as many rows for every worker (none waits on another's extra group), no group over group_size rows
+        rounds = -(-len(inp) // (len(actors) * self.group_size))
+        size = -(-len(inp) // (len(actors) * rounds))
         futures = [actors[k % len(actors)].transform.remote(inp.iloc[start:start + size])
                    for k, start in enumerate(range(0, len(inp), size))]
         scored = pd.concat(ray.get(futures), ignore_index=True)
