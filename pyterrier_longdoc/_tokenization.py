@@ -33,7 +33,7 @@ _ENTRY_OVERHEAD = 200
 # texts per thread below which splitting a batch costs more than it saves
 _MIN_SLICE = 4
 _threads: ThreadPoolExecutor | None = None
-_threads_lock = threading.Lock()
+_module_lock = threading.Lock()  # guards the thread pool and the registry of shared tokenizations
 _SHARED: weakref.WeakValueDictionary[tuple, Tokenization] = weakref.WeakValueDictionary()
 
 
@@ -52,7 +52,7 @@ def tokenizer_threads() -> int:
 
 def _pool() -> ThreadPoolExecutor:
     global _threads
-    with _threads_lock:
+    with _module_lock:
         if _threads is None:
             _threads = ThreadPoolExecutor(max(8, tokenizer_threads()), thread_name_prefix="pyterrier-longdoc-tokenize")
         return _threads
@@ -103,7 +103,7 @@ class Tokenization:
         """The process's Tokenization of tokenizers that tokenize like ``tokenizer`` (the same
         definition) with this prefix: models over the same backbone share their ids and cache."""
         key = (_fingerprint(tokenizer), prefix)
-        with _threads_lock:
+        with _module_lock:
             found = _SHARED.get(key)
             if found is None:
                 found = _SHARED[key] = cls(tokenizer, prefix=prefix)
