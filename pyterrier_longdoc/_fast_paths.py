@@ -14,11 +14,14 @@ RoBERTa, XLM-R, CamemBERT, ELECTRA: query, key and value projections, ``attentio
 ``intermediate``, ``output``); every other encoder computes its whole last layer.
 
 **oneDNN linear layers.** In fp32 on the CPU torch computes ``nn.Linear`` with MKL's GEMM, which
-on some CPUs (measured here: AMD Zen 5) runs at half the speed of oneDNN's, the kernels that ship
-inside torch for torch.compile and bf16. Every ``nn.Linear`` of the encoder then runs as oneDNN's
-linear, a BERT-style feed-forward layer's first matrix and its exact GELU as one fused call. For
-the encoders tested (BERT-style, DeBERTa-v2, ModernBERT), in fp32 on the CPU without autocast or
-gradients, where torch has oneDNN.
+on CPUs with AVX-512 (measured: AMD Zen 5, where MKL keeps to its AVX2 code) runs at half the speed
+of oneDNN's, the kernels that ship inside torch for torch.compile and bf16. Every ``nn.Linear`` of
+the encoder then runs as oneDNN's linear, a BERT-style feed-forward layer's first matrix and its
+exact GELU as one fused call. On CPUs with AVX2 alone it is the other way round (measured: AMD
+EPYC, MaxP 1.11x the CrossEncoder's speed on oneDNN, 1.24x on MKL), so by default
+(``onednn_linears=None``) the engine takes oneDNN where torch's CPU capability is AVX-512 (AMX
+CPUs included). For the encoders tested (BERT-style, DeBERTa-v2, ModernBERT), in fp32 on the CPU
+without autocast or gradients, where torch has oneDNN.
 
 oneDNN, and ideep (torch's wrapper of it), each keep up to 1,024 compiled kernels, one per input
 shape; batches of varying width fill them with tens of MB more the more documents are scored
@@ -60,6 +63,12 @@ def supports_partial_last_layer(encoder: nn.Module) -> bool:
             and all(isinstance(m, nn.Module) for m in (getattr(last.attention, "output", None),
                                                        getattr(last, "intermediate", None), getattr(last, "output", None)))
             and not hasattr(last, "crossattention"))
+
+
+def onednn_linears_faster() -> bool:
+    """Whether this CPU runs oneDNN's fp32 linear kernels faster than MKL's: where torch's CPU
+    capability is AVX-512 (``benchmarks/run.py``, rows 1a and 1c, on each family)."""
+    return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
 # Encoders whose modules stay in place during a forward call (BigBird, for one, rebuilds its

@@ -21,7 +21,7 @@ from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from ._chunking import Chunking, SpecialLayout
 from ._tokenization import Tokenization
 from ._config import WEIGHTS_NAME, ModelConfig
-from ._fast_paths import fast_paths, supports_onednn_linears, supports_partial_last_layer
+from ._fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linears, supports_partial_last_layer
 from ._files import file_sha256
 from ._runtime import Runtime
 from ._weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
@@ -101,7 +101,8 @@ class LongDocModel(ObservedStages, nn.Module):
     encoder layer at inference only at the leading positions the aggregator reads ([CLS]; for
     PARADE-Transformer-Q also the query tokens), on by default where supported;
     ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
-    (on by default, for the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
+    (True or False; None, the default: on CPUs with AVX-512, where oneDNN's kernels beat MKL's, for
+    the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
     ``code_files``: the custom code (``trust_remote_code``) its encoder was built with, which
     ``save_pretrained`` copies into the folder.
     """
@@ -182,8 +183,10 @@ class LongDocModel(ObservedStages, nn.Module):
 
     @property
     def runs_onednn_linears(self) -> bool:
-        """Whether fp32 inference runs the encoder's linear layers on oneDNN (on, and supported)."""
-        return self.onednn_linears and supports_onednn_linears(self.encoder)
+        """Whether fp32 inference runs the encoder's linear layers on oneDNN (on, or left to this
+        CPU's choice, and supported)."""
+        wanted = onednn_linears_faster() if self.onednn_linears is None else self.onednn_linears
+        return wanted and supports_onednn_linears(self.encoder)
 
     def last_layer_positions(self, batch: ChunkBatch) -> int | None:
         """How many leading positions the encoder's last layer computes for ``batch``; None: all."""

@@ -45,7 +45,8 @@ class Runtime:
     tokens of a batch (sequences times their padded length) besides ``batch_size``, so that
     batches of long sequences hold fewer of them; None: no cap. Engine options: ``batching`` (the
     batch policy), ``partial_last_layer`` and ``onednn_linears`` (the inference fast paths, where
-    the encoder supports them).
+    the encoder supports them; ``onednn_linears=None``, the default, takes oneDNN's linear kernels
+    where this CPU runs them faster than MKL's, see ``_fast_paths``).
     """
 
     batch_size: int = BATCH_SIZE
@@ -58,7 +59,7 @@ class Runtime:
     max_batch_tokens: int | None = None
     batching: str = "length_sorted"
     partial_last_layer: bool = True
-    onednn_linears: bool = True
+    onednn_linears: bool | None = None  # None: where this CPU's oneDNN kernels beat MKL's (AVX-512)
 
     def __setattr__(self, name: str, value) -> None:
         check = getattr(self, f"_check_{name}", None)
@@ -112,7 +113,8 @@ class Runtime:
 
     @staticmethod
     def _check_onednn_linears(value) -> None:
-        _check_flag("onednn_linears", value)
+        if value is not None:
+            _check_flag("onednn_linears", value)
 
     def changed(self) -> dict:
         """The constructor options that differ from their defaults (for ``repr``)."""

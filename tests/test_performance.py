@@ -134,6 +134,7 @@ def counting_onednn_calls(monkeypatch) -> dict:
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_onednn_linears_give_the_plain_paths_scores(tmp_path, arch, monkeypatch):
     reranker = pl.MaxP(str(write_cross_encoder(tmp_path / arch, arch)), batch_size=4, dtype="fp32", **SETTINGS)
+    reranker.model.onednn_linears = True  # on whatever this CPU would choose
     keys, modules = set(reranker.model.state_dict()), [type(m) for m in reranker.model.modules()]
     queries, texts = documents()
     calls = counting_onednn_calls(monkeypatch)
@@ -154,14 +155,33 @@ def test_onednn_linears_only_in_fp32_inference(tiny_bert, monkeypatch):
     calls = counting_onednn_calls(monkeypatch)
     for dtype in ("fp32", "bf16", "int8"):
         before = sum(calls.values())
-        pl.MaxP(tiny_bert, batch_size=4, dtype=dtype, **SETTINGS).score_texts(queries, texts)
+        reranker = pl.MaxP(tiny_bert, batch_size=4, dtype=dtype, **SETTINGS)
+        reranker.model.onednn_linears = True
+        reranker.score_texts(queries, texts)
         # bf16 autocast computes the linear layers in bf16 itself; quantized ones keep their kernel
         assert (sum(calls.values()) > before) == (dtype == "fp32")
     training = pl.MaxP(tiny_bert, batch_size=4, dtype="fp32", **SETTINGS)
+    training.model.onednn_linears = True
     training.model.train()
     before = sum(calls.values())
     assert training.score_batch(queries, texts).scores.requires_grad
     assert sum(calls.values()) == before  # with gradients the plain path
+
+
+@pytest.mark.parametrize("capability, onednn", [("AVX512", True), ("AVX2", False), ("DEFAULT", False)])
+def test_by_default_the_cpu_chooses_the_linear_kernel(tiny_bert, monkeypatch, capability, onednn):
+    """oneDNN's linears where torch's CPU capability is AVX-512 (faster than MKL's there), MKL's
+    elsewhere (faster on AVX2 alone); an explicit True or False holds on every CPU."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    queries, texts = documents()
+    calls = counting_onednn_calls(monkeypatch)
+    reranker = pl.MaxP(tiny_bert, batch_size=4, dtype="fp32", **SETTINGS)
+    assert reranker.model.onednn_linears is None and reranker.model.runs_onednn_linears == onednn
+    reranker.score_texts(queries, texts)
+    assert (sum(calls.values()) > 0) == onednn
+    for explicit in (True, False):
+        reranker.model.onednn_linears = explicit
+        assert reranker.model.runs_onednn_linears == explicit
 
 
 def test_training_takes_the_full_path(tiny_bert):

@@ -12,7 +12,7 @@ SETTINGS = dict(window=12, stride=6, max_length=48, max_query_tokens=8)
 @pytest.mark.parametrize("name, value, error", [
     ("batch_size", 0, ValueError), ("batch_size", "8", ValueError), ("batch_size", True, ValueError),
     ("text_field", 3, TypeError), ("dtype", "fp8", ValueError), ("batching", "random", ValueError),
-    ("partial_last_layer", "yes", TypeError), ("onednn_linears", None, TypeError), ("device", [], ValueError),
+    ("partial_last_layer", "yes", TypeError), ("onednn_linears", "yes", TypeError), ("device", [], ValueError),
 ])
 def test_every_option_is_checked_when_set_and_keeps_its_value(name, value, error):
     runtime = Runtime()
