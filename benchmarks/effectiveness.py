@@ -193,8 +193,9 @@ def main(argv=None) -> int:
             write_result(results_dir / tune_stem(name, rates), result, (time.time() - collection_started) / 60,
                          dtype, seeds, tune_markdown(result))
             continue
-        scores, validation, minutes = run_recipe(data, sizes, backbone, dtype, seeds, output / name)
-        result = collection_result({**baselines(data["tests"]), **scores}, validation, minutes, data["description"])
+        scores, controls, validation, minutes = run_recipe(data, sizes, backbone, dtype, seeds, output / name)
+        result = collection_result({**baselines(data["tests"]), **scores}, validation, minutes, data["description"],
+                                   controls)
         write_result(results_dir / results_stem(data["description"]), result, (time.time() - collection_started) / 60, dtype,
                      seeds, report_markdown(result))
         print("\n" + report_markdown(result), flush=True)
@@ -319,12 +320,12 @@ def train(name: str, warm_start: str, data: dict, sizes: dict, dtype: str, seed:
 
 
 def run_recipe(data: dict, sizes: dict, backbone: str, dtype: str, seeds: list[int], output: Path):
-    """Per-query RR ``{system: {split: {seed: {qid: rr}}}}``, the validation reports
-    ``{model: {seed: report}}`` and the CPU minutes of each stage."""
+    """Per-query RR ``{system: {split: {seed: {qid: rr}}}}``, the query controls ``{system: {seed:
+    records}}``, the validation reports ``{model: {seed: report}}`` and the CPU minutes of each stage."""
     passage_options, _ = recipe_settings(sizes)
     warm_start, passage_cpu = passage_stage(backbone, data["warmup_triples"], output / "passage-stage",
                                             passage_options, dtype)
-    scores, validation, minutes = {}, {}, {"passage stage, CPU": [passage_cpu]}
+    scores, controls, validation, minutes = {}, {}, {}, {"passage stage, CPU": [passage_cpu]}
     for seed in seeds:
         for name in MODELS:
             for label, fit in ((f"zero-shot {name}", False), (name, True)):
@@ -336,22 +337,80 @@ def run_recipe(data: dict, sizes: dict, backbone: str, dtype: str, seeds: list[i
                 else:
                     cached = zero_shot_cache(output, name, warm_start, sizes, dtype)
                     if cached.exists():  # the same model as another seed's: not scored again
-                        for split, by_query in json.loads(cached.read_text()).items():
+                        kept = json.loads(cached.read_text())
+                        for split, by_query in kept["scores"].items():
                             scores.setdefault(label, {}).setdefault(split, {})[seed] = by_query
+                        controls.setdefault(label, {})[seed] = kept["controls"]
                         print(f"seed {seed}: {label} read from {cached}", flush=True)
                         continue
                     model = build(name, warm_start, sizes, dtype, seed)
-                for split, candidates in data["tests"].items():
-                    scores.setdefault(label, {}).setdefault(split, {})[seed] = reciprocal_ranks(model(candidates))
+                by_split, controls.setdefault(label, {})[seed] = score_with_controls(model, data["tests"])
+                for split, by_query in by_split.items():
+                    scores.setdefault(label, {}).setdefault(split, {})[seed] = by_query
                 if not fit and name in SEED_FREE_ZERO_SHOT:
-                    cached.write_text(json.dumps({split: scores[label][split][seed] for split in data["tests"]}))
+                    cached.write_text(json.dumps({"scores": by_split, "controls": controls[label][seed]}))
                 print(f"seed {seed}: {label} {time.time() - started:.0f} s  " + "  ".join(
                     f"{split} RR {np.mean(list(scores[label][split][seed].values())):.3f}" for split in data["tests"])
                       + (f"  validation {validation[name][seed]['start']:.3f} -> best {validation[name][seed]['best']:.3f}"
                          f" (step {validation[name][seed]['best_step']}) last {validation[name][seed]['last']:.3f}"
                          if fit else ""), flush=True)
                 del model
-    return scores, validation, minutes
+    return scores, controls, validation, minutes
+
+
+def score_with_controls(model, tests: dict[str, pd.DataFrame]) -> tuple[dict, list[dict]]:
+    """``model``'s per-query RR on each split's candidates, and its query controls (the library's
+    ``query_controls``, one group per split, as records): does it rank as well with another query's
+    text or a constant query?"""
+    from pyterrier_longdoc.evaluation import query_controls
+
+    candidates = pd.concat(list(tests.values()), ignore_index=True)
+    real = model(candidates)
+    by_split = {split: reciprocal_ranks(real[real["qid"].isin(set(c["qid"]))]) for split, c in tests.items()}
+
+    def scorer(frame: pd.DataFrame) -> pd.DataFrame:  # the real queries' run is the one above: not scored twice
+        return real if frame["query"].equals(candidates["query"]) else model(frame)
+
+    qrels = candidates.loc[candidates["label"] > 0, ["qid", "docno", "label"]]
+    table = query_controls(scorer, candidates, qrels, groups={split: c["qid"].unique() for split, c in tests.items()})
+    return by_split, table.to_dict("records")
+
+
+def controls_verdicts(controls: dict) -> dict:
+    """``{system: {split: [reads the query? per seed]}}``: the library's ``reads_the_query`` on each
+    seed's controls of one split."""
+    from pyterrier_longdoc.evaluation import reads_the_query
+
+    verdicts = {}
+    for system, by_seed in controls.items():
+        for records in by_seed.values():
+            table = pd.DataFrame(records)
+            for split, group in table.groupby("group", sort=False):
+                verdicts.setdefault(system, {}).setdefault(split, []).append(reads_the_query(group))
+    return verdicts
+
+
+def controls_markdown(result: dict) -> str:
+    """Each system's RR with its real query beside the controls, the mean over seeds, per split."""
+    rows = {}
+    for system, by_seed in result.get("controls", {}).items():
+        table = pd.concat([pd.DataFrame(records) for records in by_seed.values()])
+        means = table.groupby(["group", "ranking"], sort=False)["RR"].mean()
+        for (split, ranking), value in means.items():
+            rows.setdefault((system, split), {})[ranking] = value
+    if not rows:
+        return ""
+    verdicts = controls_verdicts(result["controls"])
+    lines = ["| system | split | real query | another query's text | constant query | random order | reads the query "
+             "(per seed) |", "|---|---|---|---|---|---|---|"]
+    for (system, split), values in rows.items():
+        marks = ", ".join("yes" if v else "no" for v in verdicts[system][split])
+        lines.append(f"| {system} | {split} | " + " | ".join(f"{values[r]:.3f}" for r in (
+            "real query", "another query's text", "constant query", "random order")) + f" | {marks} |")
+    return ("Query controls (RR@all, mean over seeds; `query_controls`: the same candidates scored with another "
+            "query's text and with the constant query \"what is it\"; reads the query: the real query above both "
+            "controls, Holm-corrected p < 0.05, and neither control more than 0.1 above a random order):\n\n"
+            + "\n".join(lines) + "\n")
 
 
 def passage_study(data: dict, seeds: list[int], sizes: dict, backbone: str, dtype: str, output: Path) -> dict:
@@ -398,7 +457,7 @@ def passage_markdown(result: dict) -> str:
 def zero_shot_cache(output: Path, name: str, warm_start: str, sizes: dict, dtype: str) -> Path:
     """Where a zero-shot model's per-query RR is kept, keyed by everything that defines the model."""
     stamp = json.loads((Path(warm_start) / "passage-stage.json").read_text())["stamp"]
-    key = zlib.crc32(json.dumps([name, stamp, sizes, dtype], sort_keys=True, default=str).encode())
+    key = zlib.crc32(json.dumps([name, stamp, sizes, dtype, "controls"], sort_keys=True, default=str).encode())
     return output / f"zero-shot-{name}-{key:08x}.json"
 
 
@@ -601,9 +660,10 @@ def baselines(tests: dict[str, pd.DataFrame]) -> dict:
             "BM25": {s: {0: reciprocal_ranks(c)} for s, c in tests.items()}}
 
 
-def collection_result(scores: dict, validation: dict, minutes: dict, description: str) -> dict:
+def collection_result(scores: dict, validation: dict, minutes: dict, description: str, controls: dict) -> dict:
     result = summarise(scores, minutes, description)
     result["validation"] = _jsonable(validation)
+    result["controls"] = _jsonable(controls)
     result["targets"] = check_targets(result, scores)
     return result
 
@@ -657,6 +717,13 @@ def check_targets(result: dict, scores: dict) -> list[dict]:
     ]
     targets += [(f"near: {m} >= random + 0.3", near[m] >= near["random order"] + 0.3,
                  f"{near[m]:.3f} vs {near['random order']:.3f}") for m in MODELS]
+    # every trained model reads the query where it reads the answer: FirstP's far answers lie
+    # beyond what it reads, so there its controls are reported, not required
+    verdicts = controls_verdicts(result.get("controls", {}))  # runs before the controls have none
+    targets += [(f"{split}: {m} reads the query (controls, every seed)",
+                 all(verdicts[m][split]) if (m, split) != ("FirstP", "far") else None,
+                 "per seed: " + ", ".join("yes" if v else "no" for v in verdicts[m][split]))
+                for m in MODELS for split in ("near", "far") if m in verdicts]
     cpu = {k: max(v) for k, v in result["minutes"].items()}
     targets += [(f"recipe for {m} <= 15 CPU minutes", cpu["passage stage, CPU"] + cpu[f"fit {m}, CPU"] <= 15,
                  f"{cpu['passage stage, CPU']:.1f} + {cpu[f'fit {m}, CPU']:.1f}") for m in MODELS]
@@ -687,8 +754,8 @@ def targets_markdown(result: dict) -> str:
 
 def report_markdown(result: dict) -> str:
     minutes = "; ".join(f"{k} {', '.join(f'{x:.1f}' for x in v)}" for k, v in result["minutes"].items())
-    return (f"{result['description']}\n\n{markdown(result)}\n\nCPU minutes (per seed): {minutes}\n\n"
-            f"Targets:\n{targets_markdown(result)}\n")
+    return (f"{result['description']}\n\n{markdown(result)}\n\n{controls_markdown(result)}\n"
+            f"CPU minutes (per seed): {minutes}\n\nTargets:\n{targets_markdown(result)}\n")
 
 
 def tune_markdown(result: dict) -> str:
@@ -770,8 +837,10 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
                      parts[0]["dtype"], sorted(seeds), passage_markdown(result), parts)
         print(passage_markdown(result))
         return 0
-    scores, validation, minutes = {}, {}, {}
+    scores, controls, validation, minutes = {}, {}, {}, {}
     for part in parts:
+        for system, by_seed in part.get("controls", {}).items():
+            controls.setdefault(system, {}).update({int(k): v for k, v in by_seed.items()})
         for system, by_split in part["per_query"].items():
             for split, by_seed in by_split.items():
                 scores.setdefault(system, {}).setdefault(split, {}).update({int(k): v for k, v in by_seed.items()})
@@ -780,7 +849,7 @@ def merge_runs(files: list[str], results_dir: Path, quick: bool = False) -> int:
         for stage, values in part["minutes"].items():
             if not (stage.startswith("passage stage") and stage in minutes):  # shared: counted once
                 minutes.setdefault(stage, []).extend(values)
-    result = collection_result(scores, validation, minutes, parts[0]["description"])
+    result = collection_result(scores, validation, minutes, parts[0]["description"], controls)
     write_result(results_dir / results_stem(parts[0]["description"]), result, sum(p["wall_minutes"] for p in parts),
                  parts[0]["dtype"],
                  sorted(seeds), report_markdown(result), parts)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import random_dictionary, run_benchmark
+from pyterrier_longdoc.evaluation import CONTROLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = {"random order", "BM25", "FirstP", "MaxP", "ParadeAttn", "zero-shot FirstP", "zero-shot MaxP",
@@ -72,8 +73,19 @@ def test_the_results_file_has_every_system_split_and_seed(run):
     for model in ("FirstP", "MaxP", "ParadeAttn"):  # the selection report of every trained model and seed
         for report in result["validation"][model].values():
             assert report["best"] >= report["start"] and report["restored"]
+    # every model's query controls, per seed: the same candidates with another query's text and a constant query
+    assert set(result["controls"]) == SYSTEMS - {"random order", "BM25"}
+    for system, by_seed in result["controls"].items():
+        assert set(by_seed) == {"0", "1"}, system
+        for records in by_seed.values():
+            assert {(r["group"], r["ranking"]) for r in records} == {
+                (split, ranking) for split in ("near", "far") for ranking in CONTROLS}
+    real = {r["group"]: r["RR"] for r in result["controls"]["MaxP"]["0"] if r["ranking"] == "real query"}
+    assert real == pytest.approx({split: result["table"]["MaxP"][split]["mean"] for split in real}, abs=0.5)
+    assert result["controls"]["zero-shot MaxP"]["1"] == result["controls"]["zero-shot MaxP"]["0"]
     text = (results / "effectiveness-foldoc.md").read_text()
     assert text.startswith("Machine: ") and f"commit {result['commit']}" in text and "| zero-shot MaxP |" in text
+    assert "Query controls" in text and "| MaxP | far |" in text
     assert "| MaxP |" in stdout and "whole benchmark took" in stdout
 
 
@@ -86,7 +98,9 @@ def test_targets_follow_from_the_table(run):
     targets = {t["target"]: t for t in result["targets"]}
     assert {"far: MaxP RR >= 2 x FirstP RR", "near: ParadeAttn >= random + 0.3",
             "far: MaxP >= zero-shot MaxP (paired 95% CI)", "validation: ParadeAttn >= its start",
-            "recipe for MaxP <= 15 CPU minutes"} <= set(targets)
+            "recipe for MaxP <= 15 CPU minutes", "near: MaxP reads the query (controls, every seed)",
+            "far: FirstP reads the query (controls, every seed)"} <= set(targets)
+    assert targets["far: FirstP reads the query (controls, every seed)"]["passed"] is None  # reported only
     assert result["targets"] == effectiveness.check_targets(result, result["per_query"])
     random_far = result["table"]["random order"]["far"]["mean"]
     # up to 1 + 3 BM25 + 2 random candidates per query: H(n) / n for n <= 6
