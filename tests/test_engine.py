@@ -198,3 +198,40 @@ def test_default_chunking_follows_the_papers(tiny_bert):
     assert pl.ParadeAttn(tiny_bert).settings["stride"] == 75
     assert pl.AvgP(tiny_bert).model.chunking.tokens_read(BERT) == 1431
     assert pl.FirstP(tiny_bert).model.chunking.tokens_read(BERT) == 477
+
+
+def reference_batch(plan, index, query_ids, doc_ids, layout, pad_id):
+    """The batch built row by row, as the layout says: the reference for ``build_batch``."""
+    rows = []
+    for k in index:
+        q, d = query_ids[plan.doc[k]], doc_ids[plan.doc[k]][plan.start[k]:plan.end[k]]
+        head = [*layout.prefix, *q, *layout.middle]
+        rows.append((head + [*d, *layout.suffix], len(head), len(q), len(d)))
+    width = max(len(r[0]) for r in rows)
+    ids, types, attention, query_mask, doc_mask = [], [], [], [], []
+    for seq, head, n_query, n_doc in rows:
+        pad = width - len(seq)
+        ids.append(seq + [pad_id] * pad)
+        attention.append([1] * len(seq) + [0] * pad)
+        types.append([layout.query_type] * head + [layout.doc_type] * (len(seq) - head) + [0] * pad)
+        start = len(layout.prefix)
+        query_mask.append([start <= c < start + n_query for c in range(width)])
+        doc_mask.append([head <= c < head + n_doc for c in range(width)])
+    return ids, attention, types, query_mask, doc_mask
+
+
+@pytest.mark.parametrize("layout", [BERT, SpecialLayout((0, 9), (2, 2), (), 1, 0), SpecialLayout((), (5,), (6, 7), 0, 0)])
+def test_batches_hold_each_rows_layout_whatever_the_lengths(layout):
+    """Empty queries and documents, several special tokens, any token types: every row as the
+    layout says, padded with the pad id."""
+    rng = np.random.default_rng(1)
+    docs = [rng.integers(10, 99, size=n) for n in rng.integers(0, 60, size=30)]
+    queries = [rng.integers(100, 199, size=n) for n in rng.integers(0, 6, size=30)]
+    plan = ChunkPlan.build(queries, docs, Chunking(window=7, stride=4, max_doc_tokens=60), layout)
+    for index in (np.arange(len(plan)), rng.permutation(len(plan))[:11], np.array([len(plan) - 1])):
+        batch = build_batch(plan, index, queries, docs, layout, pad_id=-1)
+        expected = reference_batch(plan, index, queries, docs, layout, -1)
+        got = (batch.input_ids, batch.attention_mask, batch.token_type_ids, batch.query_mask, batch.doc_mask)
+        for name, tensor, rows in zip(("ids", "attention", "types", "query mask", "doc mask"), got, expected):
+            assert tensor.tolist() == rows, name
+        assert batch.input_ids.dtype == torch.int64 and batch.attention_mask.dtype == torch.int64
