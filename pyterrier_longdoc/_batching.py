@@ -63,8 +63,12 @@ class ChunkBatch:
         return len(self.index)
 
     def to(self, device) -> ChunkBatch:
-        return ChunkBatch(self.index, *(t.to(device) for t in (self.input_ids, self.attention_mask,
-                                                                 self.token_type_ids, self.query_mask, self.doc_mask)))
+        tensors = (self.input_ids, self.attention_mask, self.token_type_ids, self.query_mask, self.doc_mask)
+        if torch.device(device).type == "cuda" and self.input_ids.device.type == "cpu":
+            # from page-locked memory the copy does not block: the CPU builds the next batch while the
+            # GPU still computes this one (a copy from pageable memory waits for the GPU to finish)
+            return ChunkBatch(self.index, *(t.pin_memory().to(device, non_blocking=True) for t in tensors))
+        return ChunkBatch(self.index, *(t.to(device) for t in tensors))
 
     def split(self) -> tuple[ChunkBatch, ChunkBatch]:
         half = len(self) // 2

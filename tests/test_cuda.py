@@ -98,3 +98,24 @@ def test_the_passage_stage_trains_on_the_gpu(tiny_bert, tmp_path):
     path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=4,
                                             lr=1e-2, batch_size=16, seed=0, device="cuda")
     assert pairwise_accuracy(CrossEncoder(path, device="cuda"), toy_triples(64, seed=1)) >= 0.95
+
+
+def test_batches_reach_the_gpu_by_asynchronous_copies_of_the_same_values():
+    """ChunkBatch.to copies from page-locked memory without blocking; the values arrive unchanged,
+    and the next copy into a reused pinned block does not overwrite one still in flight."""
+    from pyterrier_longdoc._batching import ChunkPlan, build_batch
+    from pyterrier_longdoc._chunking import Chunking, SpecialLayout
+
+    layout = SpecialLayout((2,), (3,), (3,), 0, 1)
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(10, 999, size=n) for n in rng.integers(50, 400, size=40)]
+    queries = [rng.integers(10, 999, size=4)] * len(docs)
+    plan = ChunkPlan.build(queries, docs, Chunking(window=40, stride=20, max_doc_tokens=400), layout)
+    batches = [build_batch(plan, np.arange(start, min(start + 64, len(plan))), queries, docs, layout, 0)
+               for start in range(0, len(plan), 64)]
+    on_gpu = [batch.to("cuda") for batch in batches]
+    torch.cuda.synchronize()
+    for batch, moved in zip(batches, on_gpu):
+        for name in ("input_ids", "attention_mask", "token_type_ids", "query_mask", "doc_mask"):
+            assert getattr(moved, name).device.type == "cuda"
+            assert torch.equal(getattr(moved, name).cpu(), getattr(batch, name)), name
