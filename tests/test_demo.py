@@ -20,6 +20,12 @@ def test_packaged_minilm_first_layers(tmp_path):
     assert json.loads(open(f"{full}/config.json").read())["num_hidden_layers"] == 6
     assert (tmp_path / "small" / "model.safetensors").exists()
     assert any(p.name.startswith("tokenizer") or p.name == "vocab.txt" for p in (tmp_path / "small").iterdir())
+    # the sentence-transformers configuration comes along: a bi-encoder over it normalizes, mean-pools
+    # and reads 256 tokens, as over the whole model
+    from pyterrier_longdoc._embedder import embedder_settings
+
+    settings = embedder_settings(small)
+    assert settings == embedder_settings(full) and settings["normalize"] and settings["max_length"] == 256
     for layers in (0, 7):
         with pytest.raises(ValueError, match="layers must be within"):
             packaged_minilm(layers=layers, directory=tmp_path / "bad")
