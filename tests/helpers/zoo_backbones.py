@@ -1,7 +1,7 @@
 """Tiny offline backbones and settings for the model-zoo models, and a toy training check.
 
-``tiny_backbone_for(name, tmp_path)`` is what the shared contract test uses for the models of
-issue 3; ``margin_training`` is the training check of tests/models/test_zoo_*.py.
+``tiny_backbone_for(name, tmp_path)`` is what the shared contract test uses for the models that need
+another backbone than the tiny BERT; ``margin_training`` is the training check of tests/models/test_zoo_*.py.
 """
 from __future__ import annotations
 
