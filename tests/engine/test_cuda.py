@@ -14,9 +14,13 @@ from helpers.passage_task import pairwise_accuracy, toy_triples
 import pyterrier_longdoc as pl
 
 MODELS = sorted(pl.registered_models())
+# expected here, not what these tests are about: models built over a plain encoder (the tiny random BERT)
+# get a new head, and documents longer than the tiny settings read are cropped
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(),
-                                 reason="needs a CUDA GPU, shown to the tests by LONGDOC_TESTS_ON_CUDA=1")]
+                                 reason="needs a CUDA GPU, shown to the tests by LONGDOC_TESTS_ON_CUDA=1"),
+              pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning"),
+              pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")]
 # a few models of each family for the slower checks
 FAMILIES = ("firstp", "maxp", "parade_attn", "cedr_knrm", "neural_model1", "biencoder_maxp", "llm_maxp")
 

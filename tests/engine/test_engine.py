@@ -9,6 +9,9 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc._batching import ChunkPlan, build_batch, length_sorted_batches, run_with_backoff
 from pyterrier_longdoc._chunking import Chunking, SpecialLayout
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 BERT = SpecialLayout(prefix=(2,), middle=(3,), suffix=(3,), query_type=0, doc_type=1)
 
 

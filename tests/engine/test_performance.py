@@ -11,6 +11,11 @@ from pyterrier_longdoc._scoring import pipeline_groups
 from pyterrier_longdoc import _fast_paths
 from pyterrier_longdoc._model import ScoringObserver
 
+# expected here, not what these tests are about: models built over a plain encoder (the tiny random BERT)
+# get a new head, and documents longer than the tiny settings read are cropped
+pytestmark = [pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning"),
+              pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")]
+
 # the models whose chunk features are last-layer vectors at the sequence's leading positions:
 # [CLS] (and for PARADE-Transformer-Q the query tokens after it)
 READ_LEADING_ONLY = ("firstp", "maxp", "sump", "kmax_avgp", "avgp", "parade_avg", "parade_max", "parade_sum",
@@ -149,6 +154,8 @@ def test_onednn_linears_give_the_plain_paths_scores(tmp_path, arch, monkeypatch)
     assert set(reranker.model.state_dict()) == keys and [type(m) for m in reranker.model.modules()] == modules
 
 
+@pytest.mark.filterwarnings("ignore:dtype='int8' re-orders rankings:pyterrier_longdoc.LongDocWarning")  # asserted in test_runtime
+@pytest.mark.filterwarnings("ignore:this CPU has no native bf16:pyterrier_longdoc.LongDocWarning")  # on this CPU or not
 def test_onednn_linears_only_in_fp32_inference(tiny_bert, monkeypatch):
     queries, texts = documents()
     calls = counting_onednn_calls(monkeypatch)

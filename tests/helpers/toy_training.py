@@ -98,7 +98,8 @@ def interrupted_and_resumed(tiny_bert, tmp_path, stop_at, cls=pl.ParadeAttn, run
                                                          callback=stop, **options)
     resumed = new_model(tiny_bert, cls, **(runtime or {}))
     torch.manual_seed(1234)
-    history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    with pytest.warns(pl.LongDocWarning, match=r"step-\d+: resumed at step \d+ of "):  # the newest checkpoint
+        history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
     return straight, resumed, full_history, history
 
 
@@ -123,7 +124,8 @@ def resumes_past_damage(tiny_bert, data, tmp_path, damage, expected: str) -> Non
         run_to_step(tiny_bert, data, tmp_path / "run", 6, stop_at=4)
     assert [p.name for p in checkpoints(tmp_path / "run")] == ["step-000003", "step-000004"]
     damage(tmp_path / "run" / "step-000004")
-    with pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{expected}.*resumed from .*step-000003"):
+    with pytest.warns(pl.LongDocWarning, match=r"step-000003: resumed at step 3 of 6"), \
+            pytest.warns(UserWarning, match=rf"skipped 1 damaged checkpoint.*{expected}.*resumed from .*step-000003"):
         history = run_to_step(tiny_bert, data, tmp_path / "run", 6)
     assert len(history) == 6
     resumed = pl.LongDocReranker.from_pretrained(tmp_path / "run" / "step-000006")

@@ -61,6 +61,7 @@ def test_generates_through_the_chat_template(tiny_chat_llama):
     assert (reply.prompt_tokens, reply.completion_tokens) == (length, output.shape[1] - length)
 
 
+@pytest.mark.filterwarnings("ignore:.* answers named no passage:pyterrier_longdoc.LongDocWarning")  # a random tiny LM
 def test_reranks_with_the_models_tokens_within_its_context(tiny_chat_llama):
     backend = TransformersChat(tiny_chat_llama, max_new_tokens=6, device="cpu")
     inp = pd.DataFrame({"qid": "q1", "query": "red cat", "docno": ["d0", "d1", "d2"],

@@ -76,6 +76,7 @@ def tiny_sentence_transformer(tiny_bert, tmp_path_factory):
     return str(path), model
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 def test_the_folders_pooling_prompts_similarity_and_length_are_used(tiny_sentence_transformer):
     path, model = tiny_sentence_transformer
     ranker = pl.BiEncoderFirstP(path, dtype="fp32")

@@ -10,6 +10,11 @@ from pyterrier.measures import nDCG
 
 import pyterrier_longdoc as pl
 
+# expected here, not what these tests are about: models built over a plain encoder (the tiny random BERT)
+# get a new head, and documents longer than the tiny settings read are cropped
+pytestmark = [pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning"),
+              pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")]
+
 MODELS = sorted(pl.registered_models())
 
 

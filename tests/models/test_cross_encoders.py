@@ -13,6 +13,9 @@ from helpers.cross_encoders import CROSS_ENCODER_SETTINGS, LONG_DOCS, QUERIES, w
 
 import pyterrier_longdoc as pl
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer", "the green door of the house"]
 
 
@@ -30,6 +33,7 @@ def test_firstp_on_a_one_window_document_equals_cross_encoder_predict(cross_enco
     assert firstp.config.head_type == "sequence_classification"
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 def test_maxp_sump_and_kmax_equal_predict_over_the_same_windows(cross_encoder):
     models = {cls: cls(cross_encoder, **CROSS_ENCODER_SETTINGS) for cls in (pl.MaxP, pl.SumP, pl.KMaxAvgP)}
     maxp = models[pl.MaxP]
@@ -67,6 +71,7 @@ def test_two_labels_score_the_logit_difference(tmp_path):
     np.testing.assert_allclose(scores, logits[:, 1] - logits[:, 0], atol=1e-5, rtol=0)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 @pytest.mark.parametrize("arch", ["bert", "roberta", "modernbert"])
 def test_export_gives_a_cross_encoder_with_the_same_window_scores(tmp_path, arch):
     from transformers import AutoModelForSequenceClassification

@@ -141,6 +141,7 @@ def test_lora_trains_only_the_adapters_and_the_score_head(lm):
     assert changed and changed <= trainable
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 def test_fit_trains_the_adapters_and_the_head_only(lm, tmp_path):
     import pandas as pd
 

@@ -18,6 +18,9 @@ from helpers.contract import castle_counter
 from helpers.cross_encoders import PAIRS, write_cross_encoder
 from helpers.toy_training import FAST, new_model, toy_task
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 QUERIES = ["castle river", "red dog", "what is music"]
 DOCS = ["the castle by the river is red", "a dog in the house", "music song answer"]
 
@@ -104,6 +107,7 @@ def test_a_progress_bar_counts_documents_from_the_start(pair, monkeypatch):
     assert bars[1].disable  # verbose is off by default
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 def test_grid_search_tunes_chunking_settings(tiny_bert):
     topics, qrels, candidates = toy_task()
     model = new_model(tiny_bert)
@@ -200,6 +204,7 @@ def test_firstp_crops_by_definition_so_it_warns_only_when_asked(cross_encoder):
         maxp(frame)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
     from pyterrier_longdoc._card import model_card
 

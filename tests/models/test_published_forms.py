@@ -167,6 +167,7 @@ def test_maxp_over_a_bf16_saved_bert_scores_as_its_fp32_weights(tmp_path):
                                   pl.MaxP(str(upcast), window=8, stride=4).predict([(QUERY, DOC)]))
 
 
+@pytest.mark.filterwarnings("ignore:this CPU has no native bf16:pyterrier_longdoc.LongDocWarning")  # on this CPU or not
 @pytest.mark.parametrize("dtype,device,expected", [
     ("bf16", "cuda", torch.bfloat16), ("fp16", "cuda", torch.float16), ("fp32", "cuda", torch.float32),
     ("bf16", "cpu", torch.float32), (None, "cpu", torch.float32), ("int8", "cpu", torch.float32)])

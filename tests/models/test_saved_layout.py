@@ -35,6 +35,7 @@ def trained(model):
     return model
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 @pytest.mark.parametrize("arch, num_labels", [("bert", 1), ("bert", 2), ("roberta", 1), ("modernbert", 1)])
 def test_a_saved_window_scorer_is_the_cross_encoder_it_claims(tmp_path, arch, num_labels):
     from transformers import AutoModelForSequenceClassification

@@ -19,12 +19,16 @@ from safetensors.torch import load_file, save_file
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._weights import saved_names
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 
 def first_stage(candidates: pd.DataFrame) -> pt.Transformer:
     """A retrieval stand-in: the candidates of the topics it is given, with their text."""
     return pt.Transformer.from_df(candidates)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_a_pipeline_trains_its_last_stage_with_validation_and_checkpoints(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     model = new_model(tiny_bert)
@@ -42,6 +46,7 @@ def test_a_pipeline_trains_its_last_stage_with_validation_and_checkpoints(tiny_b
     np.testing.assert_allclose(resumed(candidates)["score"], model(candidates)["score"], atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_direct_calls_take_topics_with_candidates_or_the_candidates_themselves(tiny_bert):
     topics, qrels, candidates = toy_task()
     options = dict(FAST, epochs=1)
@@ -61,6 +66,7 @@ def test_direct_calls_take_topics_with_candidates_or_the_candidates_themselves(t
         new_model(tiny_bert).fit(candidates, qrels, candidates=candidates)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_a_saved_model_is_a_pyterrier_artifact_with_a_model_card(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     model = new_model(tiny_bert)

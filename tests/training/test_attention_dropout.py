@@ -10,6 +10,9 @@ import pyterrier_longdoc as pl
 from pyterrier_longdoc._backbone import training_attention_dropout
 from pyterrier_longdoc.training import TrainingArguments, train_passage_ranker
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 
 def attention_rates(model: torch.nn.Module) -> set[float]:
     """Every attention-probability dropout rate of ``model``, as its attention layers read it."""

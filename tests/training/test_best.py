@@ -9,6 +9,9 @@ from pyterrier_longdoc import FirstP, MaxP, ParadeAttn
 from pyterrier_longdoc.training import best as best_module
 from pyterrier_longdoc.training.best import as_maxp, fit_best, parent_docno, segment_documents
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 
 @pytest.fixture(scope="module")
 def maxp(tiny_bert):

@@ -17,6 +17,11 @@ from helpers.toy_training import new_model as task_model  # this module has a ne
 
 import pyterrier_longdoc as pl
 
+# expected here, not what these tests are about: models built over a plain encoder (the tiny random BERT)
+# get a new head, and documents longer than the tiny settings read are cropped
+pytestmark = [pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning"),
+              pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")]
+
 # 7 queries, 3 a step: rank 0 takes 2 queries and rank 1 one, and each epoch's last step has a
 # single query, which leaves rank 1 none
 TASK = dict(n_queries=7)
@@ -165,6 +170,7 @@ def test_several_devices_give_the_same_scores(tiny_bert):
     np.testing.assert_allclose(model(frame())["score"].values, expected + 1.0, atol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:dtype='int8' re-orders rankings:pyterrier_longdoc.LongDocWarning")  # asserted in test_runtime
 def test_int8_inference_agrees_with_fp32_rankings(tiny_bert, tmp_path):
     from helpers.tiny_bert import WORDS
 

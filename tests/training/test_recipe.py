@@ -68,6 +68,7 @@ def test_the_hardest_negative_is_the_best_matching_window_of_any_negative():
         document_passage_triples(topics, qrels, candidates, hard_negative="random")
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     args = TrainingArguments(epochs=2, lr=1e-3, head_lr=1e-2, queries_per_step=3, warmup=0.0, valid_fraction=0.25,
@@ -89,6 +90,7 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert "passage stage" not in report and not (tmp_path / "again" / "passage-stage").exists()
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypatch):
     """Without args and passage_options, the passage stage runs with RECIPE_PASSAGE_STAGE and fit
     with RECIPE_DOCUMENT_STAGE (and the recipe's seed)."""

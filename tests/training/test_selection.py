@@ -13,6 +13,9 @@ from pyterrier_longdoc.training.selection import ChanceLevelWarning, Selection, 
 
 from helpers.toy_training import FAST, Interrupt, new_model, stop_at, toy_task, train_toy, weights
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 VALID = dict(valid_metric="RR@10")
 
 
@@ -98,6 +101,7 @@ def test_valid_fraction_holds_out_a_seeded_disjoint_share_of_judged_queries():
         split_validation(topics.head(1), qrels, 0.5, seed=0)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_fit_trains_on_what_valid_fraction_leaves(tiny_bert):
     topics, qrels, candidates = toy_task()
     seen = set()
@@ -142,6 +146,7 @@ def test_patience_stops_training_early(trained):
     assert history["step"].max() == 2  # two evaluations without improvement, of 24 steps
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_resume_with_selection_ends_as_an_uninterrupted_run(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     options = dict(epochs=2, queries_per_step=2, lr=1e-3, head_lr=1e-2, checkpoint_every=1, eval_every=3, seed=7,

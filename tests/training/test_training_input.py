@@ -16,6 +16,9 @@ from pyterrier_longdoc.training.sampling import training_data
 
 from helpers.toy_training import FAST, SEGMENT_SETTINGS, make_data, new_model, refused_fit, toy_task
 
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 
 @pytest.fixture()
 def data():
@@ -227,6 +230,8 @@ def validated_fit(tiny_bert, extra_topics):
                                     valid_qrels=qrels, valid_candidates=candidates, valid_metric="RR@10")
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # a toy fit
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_validation_topics_without_candidates_are_left_out_with_a_warning(tiny_bert):
     plain = validated_fit(tiny_bert, pd.DataFrame(columns=["qid", "query"]))
     lost = pd.DataFrame({"qid": ["lost-1", "lost-2"], "query": ["what cat", "what dog"]})
