@@ -261,7 +261,7 @@ def test_readers(tmp_path):
         "window": 150, "chunk_selection": "first_last_even", "max_chunks": None}
 
 
-# --- CLI input ---
+# --- bad input files and names: one line, naming the file line or the name ---
 
 def cli_error(argv, capsys) -> str:
     from pyterrier_longdoc.cli import main

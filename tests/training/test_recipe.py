@@ -135,7 +135,7 @@ def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypat
     assert seen["attention dropout"] == {0.1}  # the encoder's own
 
 
-# --- the recipe saves what it trained; a checkpoint folder is a PyTerrier artifact ---
+# --- the recipe saves what it trained in its output_dir ---
 
 def test_the_recipe_saves_the_trained_model_in_its_output_dir(tiny_bert, tmp_path):
     from pyterrier_longdoc.training import train_long_document_ranker
