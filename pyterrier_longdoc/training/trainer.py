@@ -254,10 +254,10 @@ class Trainer(CheckpointedRun):
             self.selection.restore(self.model)
             if self.selection.best_step != self.global_step:
                 self.checkpoint()  # the last checkpoint holds the selected model: from_pretrained(checkpoint_dir)
-        self.selection.warn_if_below_start(restored=restore, lr=self.args.lr, stacklevel=6)
+        self.selection.warn_if_below_start(restored=restore, lr=self.args.lr)
         history.attrs["selection"] = {**self.selection.report(), "restored": restore}
         if self.data.chance is not None:
-            self.selection.warn_if_at_chance(*self.data.chance, stacklevel=6)
+            self.selection.warn_if_at_chance(*self.data.chance)
             history.attrs["selection"].update(random=self.data.chance[0], random_p95=self.data.chance[1])
         return history
 

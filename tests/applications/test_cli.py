@@ -12,6 +12,8 @@ from pyterrier_longdoc.cli import build_parser, main, parse_settings, read_docum
 
 from helpers.cross_encoders import write_cross_encoder
 
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
 TINY = ["--set", "window=12", "stride=6", "max_length=48", "max_query_tokens=8"]
 FAST_FIT = ["--fit", "queries_per_step=2", "lr=1e-3", "seed=3"]
 
@@ -44,6 +46,7 @@ def test_train_then_rerank_writes_one_based_ranks(trec_files, trained, tmp_path,
     assert [line.split()[2] for line in top1.read_text().splitlines()] == ["q1-d0", "q2-d0"]  # the run's first
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_train_with_top_k_text_field_and_validation(trec_files, tiny_bert, tmp_path, capsys):
     docs = tmp_path / "docs.jsonl"  # the text to use is in body; title is a decoy
     docs.write_text("".join(json.dumps({"docno": d, "title": "x", "body": t}) + "\n" for d, t in

@@ -91,6 +91,7 @@ def _check_results(folder, row):
     return results
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_a_row_runs_end_to_end_from_the_command_line(standins, backbones, tmp_path, capsys):
     """MS MARCO training, dev and TREC DL, and Robust04's folds (fine-tuned per fold)."""
     row = find_rows("boytsov2022", 4, "firstp")[0]

@@ -2,6 +2,7 @@
 import warnings
 
 import numpy as np
+import pyterrier as pt
 import pytest
 import torch
 
@@ -210,6 +211,23 @@ def test_a_run_no_better_than_a_random_order_warns(tiny_bert, monkeypatch):
         history = new_model(tiny_bert).fit(topics, qrels, candidates, **FAST, **validation(topics, qrels, candidates))
     report = history.attrs["selection"]
     assert report["best"] == 0.25 <= report["random"] <= report["random_p95"]
+
+
+def test_the_chance_level_warning_points_at_the_users_line(tiny_bert):
+    """Called directly or through a pipeline's fit (PyTerrier's Compose.fit), the warning is shown at
+    the line that called, not inside the library or PyTerrier."""
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    model.fit_options = dict(FAST, epochs=1, **VALID)
+    calls = {  # 2 validation queries of 4 candidates: a random order often ranks both answers first
+        "fit": lambda: new_model(tiny_bert).fit(topics[:6], qrels, candidates, **FAST, epochs=1, valid_topics=topics[6:],
+                                                valid_qrels=qrels, valid_candidates=candidates, **VALID),
+        "pipeline": lambda: (pt.Transformer.from_df(candidates) >> model).fit(topics[:6], qrels, topics[6:], qrels),
+    }
+    for what, call in calls.items():
+        with pytest.warns(ChanceLevelWarning, match="no better than a random order") as said:
+            call()
+        assert {w.filename for w in said if w.category is ChanceLevelWarning} == {__file__}, what
 
 
 # --- the advice of TrainingBelowStartWarning follows the run's lr ---
