@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     if device != "cpu":
         results.append(skipped("10", ".parallel(2, backend='ray')", "the local Ray cluster's workers are CPU "
                                                                     "processes"))
-    elif not args.quick:  # starting Ray takes a minute: tests/test_parallel.py checks the scores instead
+    elif not args.quick:  # starting Ray takes a minute: tests/engine/test_parallel.py checks the scores instead
         results += ray_rows(path, frame_a, bs, reps, details)
 
     # --- row 11: LongDoc's peak memory over documents of a million characters -------------------

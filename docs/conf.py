@@ -1,6 +1,6 @@
 """Sphinx configuration of pyterrier-longdoc's documentation (see docs/about.md for the choices).
 
-Build: ``sphinx-build -W -b html docs docs/_build/html`` (tests/test_docs.py builds it strictly).
+Build: ``sphinx-build -W -b html docs docs/_build/html`` (tests/docs/test_docs.py builds it strictly).
 """
 import shutil
 import sys
@@ -19,7 +19,7 @@ release = version = pyterrier_longdoc.__version__
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
 myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
-# the tutorials are rendered with the outputs saved in them (CI runs them separately: tests/test_tutorials.py)
+# the tutorials are rendered with the outputs saved in them (CI runs them separately: tests/docs/test_tutorials.py)
 nb_execution_mode = "off"
 exclude_patterns = ["_build", "README.md", "results/_*"]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}

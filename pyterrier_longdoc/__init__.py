@@ -6,7 +6,8 @@ from ._version import __version__
 
 if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and IDEs
     from ._public import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr,
-                          Collection, FirstP, KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongDoc,
+                          Collection, CroppingWarning, FirstP, KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP,
+                          LLMSumP, LongDoc,
                           LongDocCollection, LongDocDeprecationWarning, LongDocReranker, LongDocWarning, LongP,
                           MaxP, NeuralModel1, ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
                           ParadeTransformerPretrained,
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and 
 
 __all__ = [
     "__version__", "LongDocReranker", "UntrainedHeadWarning", "LongDocWarning", "LongDocDeprecationWarning",
-    "model_class", "registered_models",
+    "CroppingWarning", "model_class", "registered_models",
     "FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP",
     "ParadeAvg", "ParadeMax", "ParadeSum", "ParadeAttn", "ParadeCNN",
     "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",

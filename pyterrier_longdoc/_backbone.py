@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from torch import nn
 from ._config import ModelConfig
 from ._files import check_safetensors
 from ._lora import adapter_folder, merged_adapter_model
-from ._warn import LongDocWarning
+from ._warn import warn
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
@@ -58,8 +57,8 @@ def resolve_checkpoint(name_or_path: str) -> Path | None:
         if constants.HF_HUB_OFFLINE and isinstance(error, LocalEntryNotFoundError):  # nothing to load
             raise FileNotFoundError(f"{name_or_path}: no such directory, and not in the HuggingFace cache "
                                     "(HF_HUB_OFFLINE is set): download it first, or pass a local folder") from None
-        warnings.warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
-                      "treating it as a plain encoder", LongDocWarning, stacklevel=2)
+        warn(f"could not look up {name_or_path!r} on the HuggingFace hub ({type(error).__name__}); "
+             "treating it as a plain encoder")
         return None
 
 
@@ -95,7 +94,7 @@ def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
 
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
     if not getattr(tokenizer, "is_fast", False):
-        warnings.warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow", LongDocWarning, stacklevel=2)
+        warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
     return tokenizer
 
 

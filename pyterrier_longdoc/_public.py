@@ -1,7 +1,7 @@
 """The package's public names, imported on first use by ``pyterrier_longdoc.__getattr__`` (they
 load torch, transformers and PyTerrier; the command line's ``--help`` and ``--version`` do not)."""
 from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
-from ._warn import LongDocDeprecationWarning, LongDocWarning
+from ._warn import CroppingWarning, LongDocDeprecationWarning, LongDocWarning
 from ._version import __version__
 from .data.collection import Collection
 from .data.datasets import LongDocCollection, load_collection

@@ -5,13 +5,12 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
-import warnings
 from pathlib import Path
 
 import torch
 
 from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
-from ._warn import LongDocWarning
+from ._warn import warn
 
 # autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
 # the passage stage, the demo, the command line)
@@ -206,8 +205,8 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
         raise unknown_dtype(dtype)
     resolved = AUTOCAST_DTYPES[dtype]
     if resolved == torch.bfloat16 and device.type == "cpu" and not native_bf16_cpu():
-        warnings.warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
-                      "times slower than fp32 here; use dtype=None", LongDocWarning, stacklevel=2)
+        warn("this CPU has no native bf16 (AMX or AVX512-BF16): bf16 autocast is emulated and several "
+             "times slower than fp32 here; use dtype=None")
     return resolved
 
 

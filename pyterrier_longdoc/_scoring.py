@@ -11,7 +11,7 @@ import torch
 
 from ._batching import forget_fitted_batch_size
 from ._runtime import release_freed_memory
-from ._warn import warn
+from ._warn import CroppingWarning, warn
 
 # documents scored per call of the engine: bounds memory for frames of any size
 _GROUP_SIZE = 2048
@@ -122,4 +122,4 @@ class DocumentScoring:
         if queries:
             parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
         if parts:
-            warn(f"{type(self).__name__}: " + "; ".join(parts))
+            warn(f"{type(self).__name__}: " + "; ".join(parts), CroppingWarning)

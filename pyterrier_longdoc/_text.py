@@ -11,7 +11,7 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 
-from ._warn import LongDocWarning
+from ._warn import LongDocWarning, warn
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -74,7 +74,7 @@ def text_only_backend(backend):
         backend.normalizer = normalizers.Sequence(steps)
         left = read_as_special(found)
         if left:
-            warnings.warn(f"this tokenizer still reads {left} in text as special tokens", LongDocWarning, stacklevel=2)
+            warn(f"this tokenizer still reads {left} in text as special tokens")
     return backend
 
 

@@ -15,6 +15,11 @@ class LongDocWarning(UserWarning):
     """A warning of pyterrier_longdoc's to its user (the test suite turns those it does not expect into errors)."""
 
 
+class CroppingWarning(LongDocWarning):
+    """A model read only the start of some documents or queries: the report of what it cropped and the
+    setting that reads more (once per call; the runtime's ``warn_cropping=False`` leaves it out)."""
+
+
 class LongDocDeprecationWarning(DeprecationWarning):
     """An old name of pyterrier_longdoc's, working for one release."""
 

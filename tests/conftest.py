@@ -1,14 +1,16 @@
 """Shared fixtures: a tiny random BERT written to a local directory, offline."""
 import os
-import string
 import sys
+import warnings
 
 import pytest
+
+from helpers.tiny_bert import write_tiny_bert
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The suite's reference values are the CPU's fp32 ones (on a GPU the models default to bf16), so
-# GPUs are hidden from it; tests/test_cuda.py checks the GPU, shown by LONGDOC_TESTS_ON_CUDA=1.
+# GPUs are hidden from it; tests/engine/test_cuda.py checks the GPU, shown by LONGDOC_TESTS_ON_CUDA=1.
 if os.environ.get("LONGDOC_TESTS_ON_CUDA") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
@@ -18,7 +20,7 @@ def pytest_configure(config):
 
     config.addinivalue_line("markers", "slow: a test of half a minute or more; it runs in the suite (-m 'not slow' skips it)")
     config.addinivalue_line("markers", "notebook: documentation run end to end: the tutorials' notebooks "
-                                       "(tests/test_tutorials.py) and README's quickstart; -m 'not notebook' runs the "
+                                       "(tests/docs/test_tutorials.py) and README's quickstart; -m 'not notebook' runs the "
                                        "library's tests alone")
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU; skipped without one, in CI too")
 
@@ -31,42 +33,14 @@ def pytest_collection_finish(session):
     names = {item.callspec.params["name"] for item in session.items
              if getattr(item, "originalname", "") == "test_notebook_and_solutions_run"}
     if names and not session.config.option.collectonly:
-        import notebook_runner
+        from helpers import notebook_runner
 
         notebook_runner.start(names)
 
 
 def pytest_sessionfinish(session):
-    if "notebook_runner" in sys.modules:  # a session cut short leaves no kernel behind
-        sys.modules["notebook_runner"].stop()
-
-
-WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
-         "mountain forest city house door window book paper music song answer question alpha beta gamma").split()
-
-
-def write_tiny_bert(path, hidden_size=32, layers=2, heads=2, seed=0):
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizer, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(string.ascii_lowercase + string.digits + string.punctuation)
-    vocab += ["##" + c for c in string.ascii_lowercase + string.digits] + WORDS
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    try:
-        tokenizer = BertTokenizer(vocab=str(path / "vocab.txt"))  # transformers 5
-    except TypeError:
-        tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"))  # transformers 4
-    assert tokenizer("cat dog", add_special_tokens=False)["input_ids"] == [vocab.index("cat"), vocab.index("dog")]
-    tokenizer.save_pretrained(path)
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden_size, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=hidden_size * 2, max_position_embeddings=512,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.5)
-    # initializer_range 0.5, not BERT's 0.02: a tiny random BERT at 0.02 gives nearly the same
-    # [CLS] for every input, so toy training tasks would barely move
-    BertModel(config).save_pretrained(path)
-    return path
+    if "helpers.notebook_runner" in sys.modules:  # a session cut short leaves no kernel behind
+        sys.modules["helpers.notebook_runner"].stop()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -85,9 +59,19 @@ def tiny_bert(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def window_model(tiny_bert):
+    """A MaxP over the tiny BERT with a random head, for tests of what scoring takes and gives."""
+    import pyterrier_longdoc as pl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pl.UntrainedHeadWarning)  # random scores are all these tests need
+        return pl.MaxP(tiny_bert, seed=0, window=12, stride=6, max_length=48, max_query_tokens=8)
+
+
+@pytest.fixture(scope="module")
 def corpus():
     """(passages, queries, qrels) of made-up words for the FarRelevant builder and collections."""
-    from helpers import far_relevant_corpus
+    from helpers.far_relevant import far_relevant_corpus
 
     return far_relevant_corpus()
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from .._warn import LongDocWarning
+from .._warn import LongDocWarning, warn
 
 BEST_DIR = "best"
 PAPERS_LR = (1e-5, 3e-5)  # the encoder rates of PARADE's and Boytsov et al.'s training
@@ -92,7 +91,7 @@ class Selection:
         return {"metric": self.metric, "start": self.start, "best": self.best, "best_step": self.best_step,
                 "last": self.last, "stopped_early": self.stopped_early}
 
-    def warn_if_below_start(self, restored: bool, lr: float | None = None, stacklevel: int = 4) -> None:
+    def warn_if_below_start(self, restored: bool, lr: float | None = None) -> None:
         """The warning a run that ended below its start on validation gives; it advises a lower
         encoder rate only when ``lr`` is above the papers' range."""
         if self.start is None or self.last is None or self.last >= self.start:
@@ -101,24 +100,23 @@ class Selection:
                 f"evaluation, {self.start:.4f} before training)"
         if restored:
             which = "the starting weights" if self.best_step == 0 else f"the weights of step {self.best_step}"
-            warnings.warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. {_advice(lr)}",
-                          TrainingBelowStartWarning, stacklevel=stacklevel)
+            warn(f"{ended}; {which} ({self.metric} {self.best:.4f}) were restored. {_advice(lr)}",
+                 TrainingBelowStartWarning)
         else:
-            warnings.warn(f"{ended}; the last weights were kept (load_best_model_at_end=False)",
-                          TrainingBelowStartWarning, stacklevel=stacklevel)
+            warn(f"{ended}; the last weights were kept (load_best_model_at_end=False)", TrainingBelowStartWarning)
 
-    def warn_if_at_chance(self, chance: float, chance_p95: float, stacklevel: int = 4) -> None:
+    def warn_if_at_chance(self, chance: float, chance_p95: float) -> None:
         """The warning a run whose best model scores no more than random orders of the validation
         candidates do 1 time in 20 gives: it ranks the answers no better than a random order."""
         if self.best is None or self.best > chance_p95:
             return
-        warnings.warn(f"the best model ranks the validation queries no better than a random order ({self.metric} "
-                      f"{self.best:.4f}; random orders of the same candidates: {chance:.4f} on average, 5% of them "
-                      f"above {chance_p95:.4f}). The model it started from may rank no better itself: if it comes "
-                      "from train_passage_ranker, train that with more steps or another seed; or the validation "
-                      "queries are too few to tell: hold out more (TrainingArguments(valid_fraction=...), or more "
-                      "valid_topics).",
-                      ChanceLevelWarning, stacklevel=stacklevel)
+        warn(f"the best model ranks the validation queries no better than a random order ({self.metric} "
+             f"{self.best:.4f}; random orders of the same candidates: {chance:.4f} on average, 5% of them "
+             f"above {chance_p95:.4f}). The model it started from may rank no better itself: if it comes "
+             "from train_passage_ranker, train that with more steps or another seed; or the validation "
+             "queries are too few to tell: hold out more (TrainingArguments(valid_fraction=...), or more "
+             "valid_topics).",
+             ChanceLevelWarning)
 
 
 def _advice(lr: float | None) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from .._warn import LongDocWarning
+from .._warn import warn
 from .arguments import TrainingArguments
 from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint
 from .checkpoints import checkpoints as list_checkpoints
@@ -57,10 +57,10 @@ class CheckpointedRun:
             return
         self.resumed_from, state = resumed
         self.global_step, self.history = state["step"], state["history"]
-        warnings.warn(f"{self.resumed_from}: resumed at step {self.global_step} of {self.total_steps}"
-                      if self.global_step < self.total_steps else
-                      f"{self.resumed_from}: this run was already complete ({self.total_steps} steps): the model is "
-                      "its trained model, nothing was trained now (restart=True trains again)", LongDocWarning, stacklevel=6)
+        warn(f"{self.resumed_from}: resumed at step {self.global_step} of {self.total_steps}"
+             if self.global_step < self.total_steps else
+             f"{self.resumed_from}: this run was already complete ({self.total_steps} steps): the model is "
+             "its trained model, nothing was trained now (restart=True trains again)")
         if self.scaler is not None and state.get("grad_scaler"):
             self.scaler.load_state_dict(state["grad_scaler"])
         if self.selection is not None and state.get("selection"):
@@ -78,8 +78,8 @@ class CheckpointedRun:
                              f"use another checkpoint_dir, the same options ({options}), or restart=True")
         saved = state.get("data")
         if saved is None:
-            warnings.warn(f"{path} does not record its training data (an older version wrote it); resuming without "
-                          "checking that the topics, qrels and candidates are the same", LongDocWarning, stacklevel=6)
+            warn(f"{path} does not record its training data (an older version wrote it); resuming without "
+                 "checking that the topics, qrels and candidates are the same")
         elif saved != self.data.fingerprint:
             changed = [name for name in self.data.fingerprint if saved.get(name) != self.data.fingerprint[name]]
             raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
@@ -254,10 +254,10 @@ class Trainer(CheckpointedRun):
             self.selection.restore(self.model)
             if self.selection.best_step != self.global_step:
                 self.checkpoint()  # the last checkpoint holds the selected model: from_pretrained(checkpoint_dir)
-        self.selection.warn_if_below_start(restored=restore, lr=self.args.lr, stacklevel=6)
+        self.selection.warn_if_below_start(restored=restore, lr=self.args.lr)
         history.attrs["selection"] = {**self.selection.report(), "restored": restore}
         if self.data.chance is not None:
-            self.selection.warn_if_at_chance(*self.data.chance, stacklevel=6)
+            self.selection.warn_if_at_chance(*self.data.chance)
             history.attrs["selection"].update(random=self.data.chance[0], random_p95=self.data.chance[1])
         return history
 

@@ -3,7 +3,7 @@
 # Cells to run at the end of the notebook, in the same kernel: they use its variables
 # (`collection`, `topics`, `qrels`, `top100`, `first_stage`, `text`, `candidates`, `runs`, `found`,
 # `documents`, `models`, ...). On a GPU each takes minutes. CI runs them after the notebook on its
-# stand-ins (tests/test_tutorials.py), where every number is noise.
+# stand-ins (tests/docs/test_tutorials.py), where every number is noise.
 
 # %% Exercise 1: where does MaxP gain over FirstP?
 # Per relevant document: where its first matched relevant passage starts. A query goes into the

@@ -1,0 +1,50 @@
+"""README.md is the entry document: short, its two set-up commands where .ci/run finds them, its
+relative links resolving, and its quickstart running offline exactly as written there."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def quickstart(text: str) -> str:
+    """The Python block after ``<!-- quickstart -->``."""
+    match = re.search(r"<!-- quickstart -->\n```python\n(.*?)^```", text, flags=re.M | re.S)
+    assert match, "README.md has no ```python block after <!-- quickstart -->"
+    return match.group(1)
+
+
+def test_readme_is_short_and_keeps_the_ci_commands_and_its_links():
+    assert len(README.splitlines()) < 300
+    commands = re.findall(r"<!-- ci: [^>]*-->\n```bash\n(python3 -m venv .*)\n```", README)
+    assert commands == [
+        'python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && pip install -e ".[demo]" '
+        "&& pyterrier-longdoc demo",
+        'python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && pip install -e ".[demo,dev]" '
+        "&& pytest -q tests"]
+    assert README.index("<!-- ci:") < README.index("## Quickstart")
+    links = [link for link in re.findall(r"\]\(([^)]+)\)", README) if "://" not in link]
+    assert links and all((ROOT / link.split("#")[0]).exists() for link in links), \
+        [link for link in links if not (ROOT / link.split("#")[0]).exists()]
+
+
+# README's quickstart is documentation run end to end, as the tutorials' notebooks are: "not notebook" leaves it out
+@pytest.mark.notebook
+@pytest.mark.slow  # two bi-encoders over 50 queries and their query controls: about two minutes on two CPU cores
+def test_the_quickstart_runs_as_written(tmp_path):
+    (tmp_path / "quickstart.py").write_text(quickstart(README))
+    # one thread while the notebooks' two kernels share the cores with it (README's test command); every core
+    # when they do not run (pytest -m "not notebook")
+    threads = "1" if "notebook_runner" in sys.modules else str(os.cpu_count() or 1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": threads}
+    run = subprocess.run([sys.executable, "quickstart.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=1500)
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = run.stdout.split("name", 1)[1]
+    assert all(name in table for name in ("BM25", "FirstP", "MaxP")) and "RR@10 p-value" in table
+    assert "another query's text" in run.stdout and "MaxP reads the query: True" in run.stdout

@@ -1,0 +1,131 @@
+"""A model's settings: one frozen dataclass per family, its constructor's signature, checked before
+anything loads, shown by repr and changed by set_parameter through the same checks; and the runtime,
+read at every use."""
+import dataclasses
+import inspect
+import warnings
+
+import pandas as pd
+import pytest
+import torch
+from helpers.toy_training import new_model
+
+import pyterrier_longdoc as pl
+from pyterrier_longdoc.training import TrainingArguments
+
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
+
+def test_the_signature_lists_every_setting_with_its_default():
+    parameters = inspect.signature(pl.MaxP).parameters
+    assert parameters["window"].default == 150 and parameters["stride"].default == 100
+    assert parameters["window"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert inspect.signature(pl.ParadeAttn).parameters["stride"].default == 75
+    assert inspect.signature(pl.LLMMaxP).parameters["query_prefix"].default == "query: "
+    assert "model_name_or_path" in inspect.signature(pl.LLMMaxP).parameters  # the mixin's *args are not shown
+    for name, cls in pl.registered_models().items():
+        fields = {f.name for f in dataclasses.fields(cls.Settings) if not f.metadata["derived"]}
+        assert fields <= set(inspect.signature(cls).parameters), name
+        assert all(doc.strip() for doc in cls.Settings.docs().values()), name
+        assert cls.defaults == cls.Settings().to_dict(), name
+
+
+def test_a_bad_setting_fails_before_the_encoder_loads(tiny_bert, monkeypatch):
+    def load(*args, **kwargs):
+        raise AssertionError("the encoder was loaded")
+
+    monkeypatch.setattr("pyterrier_longdoc._build.load_pretrained", load)
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        pl.MaxP(tiny_bert, window=0)
+    with pytest.raises(ValueError, match=r"stride \(20\) > window \(10\)"):
+        pl.MaxP(tiny_bert, window=10, stride=20)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        pl.KMaxAvgP(tiny_bert, k=0)
+    with pytest.raises(ValueError, match="similarity must be one of"):
+        pl.BiEncoderMaxP(tiny_bert, similarity="euclid")
+    with pytest.raises(TypeError, match=r"MaxP got unknown settings \['windw'\]"):
+        pl.MaxP(tiny_bert, windw=10)
+
+
+def test_settings_are_frozen_and_typed(tiny_bert):
+    model = new_model(tiny_bert)
+    assert isinstance(model.typed_settings, pl.MaxP.Settings) and model.typed_settings.window == 12
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.typed_settings.window = 30
+    model.settings["window"] = 30  # a copy: the model is unchanged
+    assert model.get_parameter("window") == 12
+
+
+def test_set_parameter_goes_through_the_checks_and_repr_follows(tiny_bert, tmp_path):
+    model = new_model(tiny_bert)
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        model.set_parameter("window", 0)
+    model.set_parameter("window", 8)
+    model.set_parameter("stride", 4)
+    assert "window=8" in repr(model) and "stride=4" in repr(model)
+    assert model.typed_settings.window == 8 and model.settings["stride"] == 4
+    spans = model.chunk_spans("word " * 30)
+    assert all(end - start <= 8 for start, end in spans) and spans[1][0] - spans[0][0] == 4
+    model.save_pretrained(tmp_path / "saved")
+    assert pl.MaxP.from_pretrained(tmp_path / "saved").settings["window"] == 8
+
+
+def test_a_value_waits_for_the_setting_that_makes_it_valid(tiny_bert):
+    model = new_model(tiny_bert)  # window 12, stride 6
+    model.set_parameter("window", 4)  # stride 6 > 4 until stride follows, as pt.GridSearch sets them
+    assert "window=4" in repr(model)
+    model.set_parameter("stride", 2)
+    assert model.typed_settings.window == 4 and model.typed_settings.stride == 2
+    model.set_parameter("window", 1)
+    with pytest.raises(ValueError, match="do not work together"):
+        model.chunk_spans("a text")
+
+
+def test_runtime_dtype_is_read_at_every_use(tiny_bert):
+    inp = pd.DataFrame({"qid": ["q"] * 3, "query": ["red cat"] * 3, "docno": ["a", "b", "c"],
+                        "text": ["the red cat sat on the mat " * k for k in (1, 3, 5)]})
+    model = new_model(tiny_bert)
+    fp32 = model(inp)["score"].to_numpy()
+    assert model.autocast_dtype is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without native bf16 says so
+        model.runtime.dtype = "bf16"
+        assert model.autocast_dtype == torch.bfloat16
+        changed = model(inp)["score"].to_numpy()
+        built = new_model(tiny_bert, dtype="bf16")(inp)["score"].to_numpy()
+    assert (changed != fp32).any()
+    assert (changed == built).all()
+
+
+def test_a_runtime_option_set_on_the_model_names_the_runtime(tiny_bert):
+    model = new_model(tiny_bert)
+    with pytest.raises(AttributeError, match=r"model\.runtime\.dtype"):
+        model.dtype = "bf16"
+    with pytest.raises(AttributeError, match=r"model\.runtime\.device"):
+        model.device = "cpu"
+    model.batch_size = 4  # the options with a property stay settable here
+    assert model.runtime.batch_size == 4
+
+
+def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
+    seen = {}
+
+    def fake_fit(reranker, topics, qrels, candidates, args=None, text=None, **options):
+        seen["args"] = (args or TrainingArguments()).replace(**options)
+        seen["text"] = text
+        return pd.DataFrame({"loss": [0.0]})
+
+    monkeypatch.setattr("pyterrier_longdoc.training.fit", fake_fit)
+    text = {"d": "the red cat"}
+    model = new_model(tiny_bert, fit_options={"lr": 1e-4, "epochs": 3, "text": text})
+    topics = pd.DataFrame({"qid": ["q"], "query": ["red cat"]})
+    qrels = pd.DataFrame({"qid": ["q"], "docno": ["d"], "label": [1]})
+    candidates = pd.DataFrame({"qid": ["q"], "docno": ["d"], "score": [1.0], "rank": [0]})
+    model.fit(topics, qrels, candidates, args=TrainingArguments(lr=3e-5))
+    assert seen["args"].lr == 3e-5 and seen["args"].epochs == 1
+    assert seen["text"] is text  # the stored data options still apply
+    model.fit(topics, qrels, candidates, args=TrainingArguments(lr=3e-5), epochs=2)  # a call's own keyword wins
+    assert seen["args"].lr == 3e-5 and seen["args"].epochs == 2
+    model.fit(topics, qrels, candidates)  # without args, the stored options apply
+    assert seen["args"].lr == 1e-4 and seen["args"].epochs == 3

@@ -1,0 +1,40 @@
+"""dictd dictionaries written here (FOLDOC stand-ins): Debian's dict-foldoc is not needed."""
+import gzip
+import random
+
+
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def b64(value: int) -> str:
+    digits = ""
+    while True:
+        digits = _ALPHABET[value % 64] + digits
+        value //= 64
+        if not value:
+            return digits
+
+
+def write_dictd(path, entries, compress=True):
+    """A dictd pair: ``foldoc.dict(.dz)`` with the entries and ``foldoc.index`` pointing into it."""
+    data, index = b"", []
+    for headword, body in [("00-database-short", "\n     A test dictionary\n"), *entries]:
+        chunk = f"{headword}\n\n{body}\n\n".encode()
+        index.append(f"{headword}\t{b64(len(data))}\t{b64(len(chunk))}")
+        data += chunk
+    dict_path = path / ("foldoc.dict.dz" if compress else "foldoc.dict")
+    dict_path.write_bytes(gzip.compress(data) if compress else data)
+    (path / "foldoc.index").write_text("\n".join(index) + "\n")
+    return dict_path
+
+
+def random_dictionary(path, words, n_entries=400, seed=0):
+    """Entries named by ``words`` and filler entries, with definitions made of ``words``: a
+    FOLDOC stand-in large enough to build FarRelevant documents from."""
+    rng = random.Random(seed)
+    entries = []
+    for i in range(n_entries):
+        headword = words[i] if i < len(words) // 2 else f"entry{i} name"
+        body = " ".join(rng.choice(words) for _ in range(rng.randint(25, 45)))
+        entries.append((headword, "   " + body + "."))
+    return write_dictd(path, entries)

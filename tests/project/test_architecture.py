@@ -1,0 +1,138 @@
+"""The package's imports run one way, floor by floor: the engine (leaves, config and runtime,
+chunking, batching, heads, the model, training, the reranker, the model classes), then the
+modules above it (wrapping, text, collections, diagnostics, evaluation, listwise ranking), then
+the demo and the command line. Nothing imports the package's __init__, and the modules above the
+engine use no private name of it."""
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "pyterrier_longdoc"
+# lower floors never import higher ones; every module of the package has a floor
+FLOORS = {
+    "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_rng": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
+    "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
+    "_runtime": 1, "_chunking": 2, "_tokenization": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
+    "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
+    # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
+    # imports the reranker
+    "_build": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
+    "training": 7, "_reranker": 8,
+    "models": 9,
+    # above the engine
+    "wrap": 10, "scale_out": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
+    # the applications: the demo imports models, diagnostics and evaluation
+    "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
+    # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on
+    "data/documents": 1, "data/collection": 2,
+}
+ENGINE = 9  # floors up to this one are the engine
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The package modules a file imports, as top-level names of the package (``_model``, ``models``)."""
+    names = set()
+    depth = len(path.relative_to(PACKAGE).parts) - 1
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module and node.module.startswith("pyterrier_longdoc"):
+                    parts = node.module.split(".")[1:]
+                else:
+                    continue
+            else:
+                base = list(path.relative_to(PACKAGE).parts[:-1])[:max(0, depth - (node.level - 1))]
+                parts = base + (node.module.split(".") if node.module else [])
+            if not parts:  # "from . import x" at the top: module x, or a name of the package __init__
+                names.update(alias.name if (PACKAGE / alias.name).is_dir() or (PACKAGE / f"{alias.name}.py").is_file()
+                             else f"__init__:{alias.name}" for alias in node.names)
+            else:
+                names.add(unit(parts))
+    return names
+
+
+def unit(parts) -> str:
+    """A module's name in FLOORS: ``data/collection`` where data/'s module has a floor of its own, else the top name."""
+    parts = [part.removesuffix(".py") for part in parts]
+    return "/".join(parts[:2]) if "/".join(parts[:2]) in FLOORS else parts[0]
+
+
+def floor(path: Path) -> int | None:
+    return FLOORS.get(unit(path.relative_to(PACKAGE).parts))
+
+
+def modules() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if not (p.name == "__init__.py" and p.parent == PACKAGE)]
+
+
+def test_every_module_has_a_floor():
+    assert not [str(p.relative_to(PACKAGE)) for p in modules() if floor(p) is None]
+
+
+def test_imports_never_run_back_up():
+    upward = []
+    for path in modules():
+        mine = floor(path)
+        for name in imported_modules(path):
+            theirs = FLOORS.get(name)
+            if name.startswith("__init__:") or (theirs is not None and theirs > mine):
+                upward.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not upward, upward
+
+
+def test_units_on_one_floor_above_the_engine_import_none_of_each_other():
+    # diagnostics imported data/ while the demo, then in data/, imported diagnostics: a cycle between two packages
+    sideways = []
+    for path in modules():
+        mine, here = floor(path), unit(path.relative_to(PACKAGE).parts)
+        if mine <= ENGINE or not (PACKAGE / here).is_dir():  # packages only
+            continue
+        for name in imported_modules(path):
+            if FLOORS.get(name) == mine and name != here:
+                sideways.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not sideways, sideways
+
+
+def test_no_package_name_shadows_one_of_its_modules():
+    # pyterrier_longdoc.training.fit was the function, hiding the module training/fit.py
+    shadowed = []
+    for init in PACKAGE.rglob("__init__.py"):
+        modules_here = {p.stem for p in init.parent.glob("*.py")} | {p.name for p in init.parent.iterdir() if p.is_dir()}
+        for node in ast.walk(ast.parse(init.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                shadowed += [f"{init.parent.name}.{a.asname or a.name}" for a in node.names
+                             if (a.asname or a.name) in modules_here]
+    assert not shadowed, shadowed
+
+
+def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
+    fake = PACKAGE / "aggregators" / "score.py"
+    source = fake.read_text()
+    assert "_reranker" not in imported_modules(fake)
+    bad = tmp_path / "score.py"
+    bad.write_text(source + "\nfrom .._reranker import LongDocReranker\n")
+    monkeypatch.setattr(Path, "relative_to", lambda self, other: Path("aggregators/score.py"))
+    assert "_reranker" in imported_modules(bad)
+
+
+def private_names_from_the_engine(path: Path) -> list[str]:
+    """The underscored names a module imports from an engine module (``from .._runtime import _x``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            top = node.module.split(".")[0]
+            if FLOORS.get(top, ENGINE + 1) <= ENGINE:
+                found += [f"{node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_modules_above_the_engine_use_its_public_names():
+    above = [p for p in modules() if floor(p) > ENGINE]
+    assert above and not {str(p.relative_to(PACKAGE)): names for p in above
+                          if (names := private_names_from_the_engine(p))}
+
+
+def test_the_private_name_check_sees_one(tmp_path):
+    bad = tmp_path / "wrap.py"
+    bad.write_text("from ._runtime import _secret\nfrom ._model import LongDocModel\n")
+    assert private_names_from_the_engine(bad) == ["_runtime._secret"]

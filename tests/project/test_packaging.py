@@ -1,0 +1,80 @@
+"""The distributions: ``python -m build`` makes an sdist and a wheel that pass ``twine check``, hold
+the package and its entry points (and no tests, benchmarks or results), and install into a fresh
+virtual environment where the ``pyterrier-longdoc`` command runs."""
+import os
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import pyterrier_longdoc
+
+ROOT = Path(__file__).resolve().parents[2]
+# the fresh environment sees only what is installed in it (PYTHONPATH may point at a checkout)
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+pytestmark = pytest.mark.slow  # about half a minute: a build and an install
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """The distributions built from a copy of the tracked files (the checkout stays clean)."""
+    source = tmp_path_factory.mktemp("source")
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            (source / name).write_bytes((ROOT / name).read_bytes())
+    out = tmp_path_factory.mktemp("dist")
+    # --no-isolation: setuptools of this environment, so the build needs no download
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
+                   check=True, capture_output=True, env=CLEAN)
+    return out
+
+
+def test_sdist_and_wheel_pass_twine_check_and_hold_what_a_user_needs(dist):
+    wheel, = dist.glob("*.whl")
+    sdist, = dist.glob("*.tar.gz")
+    check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    version = pyterrier_longdoc.__version__
+    assert wheel.name == f"pyterrier_longdoc-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        entry_points = z.read(f"pyterrier_longdoc-{version}.dist-info/entry_points.txt").decode()
+    package = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pyterrier_longdoc").rglob("*.py"))
+    assert sorted(n for n in names if n.endswith(".py")) == package
+    assert "pyterrier_longdoc/py.typed" in names  # type checkers read the package's annotations
+    assert "pyterrier-longdoc = pyterrier_longdoc.cli:main" in entry_points
+    assert "reranker.pyterrier_longdoc = " in entry_points
+    with tarfile.open(sdist) as t:
+        top = {Path(n).parts[1] for n in t.getnames() if len(Path(n).parts) > 1}
+    assert {"pyproject.toml", "README.md", "pyterrier_longdoc", "PKG-INFO"} <= top
+    assert not top & {"tests", "benchmarks", "tutorials", "docs", ".ci"}, top
+
+
+def test_the_wheel_installs_into_a_fresh_environment_and_the_command_runs(dist, tmp_path):
+    wheel, = dist.glob("*.whl")
+    env = tmp_path / "env"
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    # the dependencies are this environment's (no download); the package itself only from the wheel
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True, env=CLEAN).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+                    "--quiet", str(wheel)], check=True, capture_output=True, env=CLEAN)
+    (Path(site) / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    version = subprocess.run([str(env / "bin" / "pyterrier-longdoc"), "--version"], cwd=tmp_path,
+                             capture_output=True, text=True, env=CLEAN)
+    assert version.stdout.strip() == f"pyterrier-longdoc {pyterrier_longdoc.__version__}", version.stderr
+    where = subprocess.run([str(python), "-c", "import pyterrier_longdoc as pl, pyterrier as pt; "
+                            "print(pl.__file__); print(pt.inspect.artifact_type_format(pl.MaxP))"],
+                           cwd=tmp_path, capture_output=True, text=True, env=CLEAN)
+    assert where.returncode == 0, where.stderr
+    file, artifact = where.stdout.splitlines()[-2:]
+    assert file.startswith(site) and artifact == "('reranker', 'pyterrier_longdoc')"

@@ -1,0 +1,231 @@
+"""End-to-end training: it learns, it resumes exactly, and it checks what it is given."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+import torch
+from helpers.toy_training import FAST, Interrupt, interrupted_and_resumed, new_model, stop_at, toy_task, train_toy, weights
+from pyterrier.measures import RR
+
+import pyterrier_longdoc as pl
+from pyterrier_longdoc.training import ListwiseSoftmaxLoss, MarginLoss
+from pyterrier_longdoc.training.checkpoints import latest_checkpoint
+from pyterrier_longdoc.training.selection import ChanceLevelWarning
+
+# models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
+pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
+
+
+@pytest.mark.parametrize("cls", [pl.SumP, pl.ParadeAttn, pl.ParadeAvg])
+def test_fit_learns_a_task_that_needs_the_late_chunks(tiny_bert, cls):
+    model = new_model(tiny_bert, cls)
+    history = train_toy(model)
+    assert list(history.columns[:4]) == ["step", "epoch", "loss", "lr"]
+    assert history["loss"].iloc[-4:].mean() < history["loss"].iloc[:4].mean()
+    assert history["RR@10"].dropna().iloc[-1] > 0.9
+    assert not model.model.training  # back in eval mode
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
+def test_validation_averages_over_the_validation_topics_only(tiny_bert):
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    valid = topics.head(2)
+    valid_candidates = candidates[candidates["qid"].isin(valid["qid"])]  # what a retrieval pipeline gives
+    options = dict(FAST, valid_topics=valid, valid_candidates=valid_candidates, valid_metric="RR@10")
+    with_all_qrels = model.fit(topics, qrels, candidates, **options, valid_qrels=qrels)["RR@10"].iloc[-1]
+    expected = pt.Experiment([model(valid_candidates)], valid, qrels, [RR @ 10])["RR@10"].item()
+    assert with_all_qrels == pytest.approx(expected) and expected > 0
+
+
+def test_firstp_cannot_learn_what_it_never_reads(tiny_bert):
+    with pytest.warns(ChanceLevelWarning, match="no better than a random order"):
+        history = train_toy(new_model(tiny_bert, pl.FirstP))
+    assert history["RR@10"].dropna().iloc[-1] < 0.6
+
+
+def test_listwise_loss_with_several_negatives(tiny_bert):
+    topics, qrels, candidates = toy_task()
+    history = new_model(tiny_bert, pl.ParadeAttn).fit(topics, qrels, candidates, loss="listwise", negatives=3,
+                                                       epochs=4, **FAST)
+    assert history["loss"].iloc[-2:].mean() < history["loss"].iloc[:2].mean()
+
+
+def test_text_from_a_lookup_when_candidates_have_none(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    texts = dict(zip(candidates["docno"], candidates["text"]))
+    bare = candidates.drop(columns=["text"])
+    get_text = pt.apply.text(lambda row: texts[row["docno"]])
+    for lookup in (texts, lambda docnos: [texts[d] for d in docnos], get_text):
+        assert len(new_model(tiny_bert).fit(topics, qrels, bare, text=lookup, **FAST)) == 1
+    with pytest.raises(ValueError, match="no 'text' for documents"):
+        new_model(tiny_bert).fit(topics, qrels, bare, **FAST)
+
+
+def test_candidates_may_be_a_retrieval_pipeline(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    pipeline = pt.Transformer.from_df(candidates)
+    assert len(new_model(tiny_bert).fit(topics, qrels, pipeline, **FAST)) == 1
+
+
+def test_queries_without_positives_or_negatives_are_skipped_and_said(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=3)
+    qrels = qrels[qrels["qid"] != "q0"]
+    with pytest.warns(UserWarning, match="1 of 3 training queries were skipped"):
+        new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
+    with pytest.raises(ValueError, match="no training query has both"):
+        new_model(tiny_bert).fit(topics, qrels.assign(label=0), candidates, **FAST)
+
+
+def test_an_interrupted_run_resumes_to_the_same_model(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task()
+    options = dict(epochs=2, queries_per_step=2, lr=1e-3, head_lr=1e-2, checkpoint_every=1, seed=7)
+    straight = new_model(tiny_bert)
+    full_history = straight.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "straight", **options)
+
+    interrupted = new_model(tiny_bert)
+    with pytest.raises(Interrupt):
+        interrupted.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", callback=stop_at(3),
+                        **options)
+    assert latest_checkpoint(tmp_path / "resumed").name == "step-000003"
+    resumed = new_model(tiny_bert)  # a new process would start from a fresh model too
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = resumed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path / "resumed", **options)
+    assert [str(w.message) for w in caught] == [f"{tmp_path / 'resumed' / 'step-000003'}: resumed at step 3 of 8"]
+    np.testing.assert_allclose(history["loss"], full_history["loss"], rtol=1e-6)
+    for key, value in weights(straight).items():
+        torch.testing.assert_close(weights(resumed)[key], value, rtol=0, atol=1e-7, msg=key)
+    # the last two complete checkpoints stay, and no temporary directory is left behind
+    assert sorted(p.name for p in (tmp_path / "resumed").iterdir()) == ["pt_meta.json", "step-000007", "step-000008"]
+    assert pl.LongDocReranker.from_pretrained(tmp_path / "resumed" / "step-000008").settings == resumed.settings
+
+
+def test_resuming_with_other_options_is_refused(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **FAST)
+    with pytest.raises(ValueError, match="other training options"):
+        new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **{**FAST, "lr": 1.0})
+
+
+def test_losses_check_their_inputs():
+    scores = torch.tensor([[2.0, 0.5, 1.5]])
+    assert MarginLoss()(scores).item() == pytest.approx(0.0 + 0.5)
+    assert ListwiseSoftmaxLoss()(scores).item() == pytest.approx(-torch.log_softmax(scores, 1)[0, 0].item())
+    for bad in (torch.tensor([1.0, 2.0]), torch.tensor([[1.0]]), torch.tensor([[1.0, float("nan")]])):
+        with pytest.raises(ValueError, match="Loss"):
+            MarginLoss()(bad)
+
+
+def test_bad_training_options(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    model = new_model(tiny_bert)
+    with pytest.raises(ValueError, match="unknown loss"):
+        model.fit(topics, qrels, candidates, loss="hinge")
+    with pytest.raises(ValueError, match="warmup"):
+        model.fit(topics, qrels, candidates, warmup=1.5)
+    with pytest.raises(ValueError, match=r"qrels needs columns .*missing \['label'\] \(it has \['qid', 'docno'\]\)"):
+        model.fit(topics, qrels.drop(columns=["label"]), candidates)
+    with pytest.raises(TypeError, match="candidates must be"):
+        model.fit(topics, qrels, "run.txt")
+    for bad in (0, -1.0, float("inf"), "1", True):
+        with pytest.raises(ValueError, match="max_grad_norm must be a positive number or None"):
+            model.fit(topics, qrels, candidates, max_grad_norm=bad)
+
+
+# --- gradient clipping and fp16 loss scaling ---
+
+def step_gradient_norms():
+    """Records the norm of the gradients every optimiser step is given; remove() the handle after."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    norms = []
+
+    def record(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(float(torch.nn.utils.get_total_norm(grads)))
+
+    return norms, register_optimizer_step_pre_hook(record)
+
+
+def test_max_grad_norm_clips_a_step_only_when_its_gradient_is_longer(tiny_bert):
+    topics, qrels, candidates = toy_task()
+
+    def train(**clipping):
+        model = new_model(tiny_bert, pl.ParadeAttn)
+        norms, handle = step_gradient_norms()
+        try:
+            history = model.fit(topics, qrels, candidates, **FAST, epochs=2, loss="listwise", **clipping)
+        finally:
+            handle.remove()
+        return weights(model), history, norms
+
+    plain, history, norms = train()
+    assert "grad_norm" not in history  # the history of a run without clipping is as it was
+    assert min(norms) > 0
+    # a limit above every step's norm: the norms are recorded and the training is the same
+    loose, history, loose_norms = train(max_grad_norm=1e6)
+    assert loose_norms == norms and history["grad_norm"].tolist() == pytest.approx(norms, rel=1e-6)
+    assert all(torch.equal(plain[k], loose[k]) for k in plain)
+    # below the first step's norm: each longer gradient is cut to the limit, and training changes
+    limit = norms[0] / 3
+    clipped, history, clipped_norms = train(max_grad_norm=limit)
+    assert history["grad_norm"][0] == pytest.approx(norms[0], rel=1e-6)
+    assert clipped_norms == pytest.approx([min(limit, n) for n in history["grad_norm"]], rel=1e-4)
+    assert not all(torch.equal(plain[k], clipped[k]) for k in plain)
+
+
+class OverflowAt(MarginLoss):
+    """The margin loss, with an infinite gradient at its ``call``-th call (as an fp16 overflow gives)."""
+
+    def __init__(self, call: int):
+        super().__init__()
+        self.call, self.calls = call, 0
+
+    def forward(self, scores):
+        self.calls += 1
+        if self.calls == self.call:
+            scores = _InfiniteGradient.apply(scores)
+        return super().forward(scores)
+
+
+class _InfiniteGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full_like(grad, float("inf"))
+
+
+def test_fp16_scales_the_loss_and_skips_a_step_whose_gradient_overflows(tiny_bert):
+    from pyterrier_longdoc.training.fit_loop import grad_scaler
+
+    assert isinstance(grad_scaler(new_model(tiny_bert, dtype="fp16")), torch.amp.GradScaler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without native bf16 is warned about
+        assert grad_scaler(new_model(tiny_bert, dtype="bf16")) is None
+    assert grad_scaler(new_model(tiny_bert)) is None
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert, pl.ParadeAttn, dtype="fp16")
+    after = [weights(model)]
+    history = model.fit(topics, qrels, candidates, **{**FAST, "queries_per_forward": 4}, epochs=3,
+                        loss=OverflowAt(call=3), callback=lambda row: after.append(weights(model)))
+    assert all(torch.equal(after[2][k], after[3][k]) for k in after[2])  # step 3 was skipped
+    assert history["loss_scale"][3] == history["loss_scale"][2] / 2  # and the scale lowered
+    assert np.isfinite(history["loss"]).all()
+    stepped = [i for i in range(1, len(after)) if not all(torch.equal(after[i - 1][k], after[i][k]) for k in after[i])]
+    assert stepped and 3 not in stepped  # the other steps that did not overflow were taken
+    assert all(torch.isfinite(v).all() for v in after[-1].values())
+
+
+def test_the_loss_scale_and_clipping_resume_exactly(tiny_bert, tmp_path):
+    straight, resumed, full_history, history = interrupted_and_resumed(
+        tiny_bert, tmp_path, stop_at=2, runtime=dict(dtype="fp16"), max_grad_norm=5.0, **FAST, epochs=3)
+    # the first steps overflow at the initial scale: a fresh scaler would skip more after resuming
+    assert full_history["loss_scale"].iloc[2] < full_history["loss_scale"].iloc[0]
+    pd.testing.assert_frame_equal(history, full_history)
+    assert all(torch.equal(weights(straight)[k], v) for k, v in weights(resumed).items())
