@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from ._warn import LongDocWarning
+from ._warn import warn
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -101,9 +100,9 @@ class ModelConfig:
         except InvalidVersion:
             saved = None
         if saved is None:
-            warnings.warn(f"{where}: its config.json gives the pyterrier_longdoc version {self.version!r}, which is "
-                          f"not a version number (such as {__version__!r}); it is loaded as this version "
-                          f"{__version__} saves models, which may not be how it was saved.", LongDocWarning, stacklevel=2)
+            warn(f"{where}: its config.json gives the pyterrier_longdoc version {self.version!r}, which is "
+                 f"not a version number (such as {__version__!r}); it is loaded as this version "
+                 f"{__version__} saves models, which may not be how it was saved.")
         elif saved > Version(__version__):
-            warnings.warn(f"{where} was saved by pyterrier_longdoc {self.version}, newer than this "
-                          f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.", LongDocWarning, stacklevel=2)
+            warn(f"{where} was saved by pyterrier_longdoc {self.version}, newer than this "
+                 f"{__version__}; it may not load as intended. Upgrade pyterrier_longdoc.")

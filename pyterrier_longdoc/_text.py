@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import copy
 import re
-import warnings
 from collections.abc import Callable, Sequence
 
-from ._warn import LongDocWarning, warn
+from ._warn import warn
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -35,9 +34,8 @@ def replace_lone_surrogates(values: Sequence[str], describe_row: Callable[[int],
     changed = [i for i, (old, new) in enumerate(zip(values, cleaned)) if old is not new]
     if changed:
         examples = ", ".join(describe_row(i) for i in changed[:3])
-        warnings.warn(f"{where} has lone UTF-16 surrogates (invalid Unicode, e.g. from json.loads('\"\\\\ud800\"')) "
-                      f"in {len(changed)} of {len(values)} rows (e.g. {examples}); they were replaced by U+FFFD",
-                      LongDocWarning, stacklevel=3)
+        warn(f"{where} has lone UTF-16 surrogates (invalid Unicode, e.g. from json.loads('\"\\\\ud800\"')) "
+             f"in {len(changed)} of {len(values)} rows (e.g. {examples}); they were replaced by U+FFFD")
     return cleaned
 
 

@@ -11,7 +11,6 @@ control with the very same passages whose relevant passage sits inside the first
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -23,7 +22,7 @@ import pandas as pd
 from .._frames import numeric_column, require_frame, sort_results
 from .._rng import keyed_rng
 from ..data.collection import InMemoryCollection
-from .._warn import LongDocWarning
+from .._warn import warn
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
 VARIANTS = ("far", "near")
@@ -391,7 +390,7 @@ def _within_limits(row: dict[str, Any], first_tokens: int, max_doc_tokens: int, 
 def _warn_skipped(skipped: pd.DataFrame, n_queries: int) -> None:
     if len(skipped):
         reasons = ", ".join(f"{n} with {reason}" for reason, n in skipped["reason"].value_counts().items())
-        warnings.warn(f"skipped {len(skipped)} of {n_queries} queries ({reasons}); see .skipped", LongDocWarning, stacklevel=3)
+        warn(f"skipped {len(skipped)} of {n_queries} queries ({reasons}); see .skipped")
 
 
 def _retrieve(retriever: Any, queries: pd.DataFrame, documents: pd.DataFrame) -> dict[str, list[str]]:

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from .._files import check_safetensors, file_sha256
 from .._text import without_lone_surrogates
-from .._warn import LongDocWarning
+from .._warn import warn
 from .scorer import Scorer
 
 ARTIFACT_META = "pt_meta.json"
@@ -114,8 +113,8 @@ def resume(directory: Path, reranker: Scorer, optimizer: torch.optim.Optimizer,
             problems.append(str(error))
             continue
         if problems:
-            warnings.warn(f"skipped {len(problems)} damaged checkpoint(s): " + "; ".join(problems)
-                          + f"; resumed from {path}", LongDocWarning, stacklevel=3)
+            warn(f"skipped {len(problems)} damaged checkpoint(s): " + "; ".join(problems)
+                 + f"; resumed from {path}")
         return path, state
     if problems:
         raise ValueError(f"no valid checkpoint in {directory}: " + "; ".join(problems)

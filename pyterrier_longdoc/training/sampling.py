@@ -1,7 +1,6 @@
 """Training instances from PyTerrier frames: a query, one positive, n hard negatives."""
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -10,7 +9,7 @@ import pandas as pd
 import pyterrier as pt
 
 from .._frames import column_texts, kind_of, numeric_column, require_frame, sort_results
-from .._warn import LongDocWarning
+from .._warn import warn
 
 TextLookup = Callable[[list[str]], list[str]]
 
@@ -181,8 +180,8 @@ def checked_qrels(qrels, name: str) -> pd.DataFrame:
     if len(conflicting):
         examples = ", ".join("qid={!r} docno={!r} labels {}".format(*k.split("\t", 1), labels.get_group(k).tolist())
                              for k in conflicting[:3])
-        warnings.warn(f"{name}: {len(conflicting)} (qid, docno) pairs are judged more than once with different "
-                      f"labels (e.g. {examples}); each keeps its largest label", LongDocWarning, stacklevel=3)
+        warn(f"{name}: {len(conflicting)} (qid, docno) pairs are judged more than once with different "
+             f"labels (e.g. {examples}); each keeps its largest label")
     order = np.argsort(-qrels["label"].to_numpy(), kind="stable")  # the largest label of a pair first
     return qrels.iloc[np.sort(order[~key.iloc[order].duplicated().to_numpy()])]
 
@@ -218,7 +217,7 @@ def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: st
                 without["a judged-relevant document" if not pos else "a negative among their candidates"].append(qid)
         named = "; ".join(f"{len(qids)} without {what} (e.g. {', '.join(map(repr, qids[:5]))})"
                           for what, qids in without.items() if qids)
-        warnings.warn(f"{skipped} of {len(topics)} training queries were skipped: {named}", LongDocWarning, stacklevel=3)
+        warn(f"{skipped} of {len(topics)} training queries were skipped: {named}")
     return TrainingData(topics, qrels, frame, usable, text_lookup(frame, text_field, text))
 
 
