@@ -1,168 +1,263 @@
-"""The main job: the whole story offline, on the generated collection.
+"""The main job: PARADE, MaxP and FirstP trained on real prose that ships with the package, offline.
 
-Every document of a query holds answer-shaped passages (answers about other entities and other
-attributes), so only a model that reads the query can tell the relevant one. PISA BM25 retrieves;
-the packaged MiniLM as a bi-encoder (all-MiniLM-L6-v2, a real sentence-embedding model, zero-shot)
-re-ranks as FirstP (the document's first 256 tokens) and as MaxP (every 240-token window): the
-papers' comparison, on queries whose answer sits near the start and queries whose answer lies
-beyond token 512. ``pt.Experiment`` tables with paired t-tests against FirstP, the query controls
-(``evaluation.query_controls``: the same candidates scored with another query's text and with a
-constant query), the demo's conclusions (checked: it fails when one does not hold) and a plot.
+The collection (``data.prose``) is WordNet's glosses turned into the positional-bias paper's
+FarRelevant setting: per query ``"what is <term>"`` one document of other dictionary entries, in
+which the term's own entry is the one relevant passage, inside the first 512 tokens (near) or
+beyond them (far). Other entries mention the term too, so BM25's top documents are hard negatives.
 
-Why a bi-encoder, not the library's trained cross-encoders: at CPU scale (a few hundred passage
-steps of MiniLM) the cross-encoder's passage stage learns what an answer looks like, not which
-query it answers: on this collection its FirstP and MaxP rank near a random order, and document
-training keeps them there (benchmarks/results/tutorial-warm-start-answer-shaped-2026-11-27.md).
-The bi-encoder reads the query with no training at all.
+The demo runs the library's one-call recipe (``training.train_long_document_ranker``): a passage
+stage from the packaged MiniLM (all-MiniLM-L6-v2, a sentence-embedding model with no ranking head)
+on windows of the training documents, shared by the three models, then document-level training of
+FirstP, MaxP and PARADE-Attn with ``fit``, which evaluates the start and each epoch on held-out
+training queries and keeps the best. Each model re-ranks BM25's candidates of the test queries;
+the demo prints the ``pt.Experiment`` tables per group (paired t-tests against FirstP, Holm over
+every test the demo draws, 95% intervals), each model's query controls (the same candidates with
+another query's text and with a constant query) beside its zero-shot start, and its conclusions,
+checked: it fails when one does not hold. It saves the trained models, ``results.json``, a plot,
+and the test candidates with their qrels.
 """
 from __future__ import annotations
 
+import json
 import os
+import platform
 import time
-import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
 from pyterrier.measures import RR, nDCG
+from scipy import stats
 
-from .evaluation import query_controls, reads_the_query
-from .models import BiEncoderFirstP, BiEncoderMaxP
-from .packaged import packaged_minilm
 from ._runtime import Runtime, native_bf16_cpu
-from .data.synthetic import make_collection
+from .data.prose import prose_collection
+from .evaluation import correct_pvalues, mean_interval, per_query_values, query_controls, reads_the_query
+from .models import FirstP, MaxP, ParadeAttn
+from .packaged import packaged_minilm
 
-# Sized for minutes on 2 CPU cores: 100 test queries (50 near, 50 far; 32 more for training in
-# `--seeds`), five documents each (the answer and four negatives, each holding answer-shaped
-# passages) of 590-640 words. Near answers end within token 240, inside the bi-encoder's 256-token
-# input; far answers start after word 530, beyond token 512.
-COLLECTION = dict(n_queries=132, test_fraction=0.7576, docs_per_query=5, doc_words=(590, 640), near_limit=240,
-                  far_start=530, negative_kinds=("other_entity", "other_attribute"), decoys=1)
-QUICK_COLLECTION = {**COLLECTION, "n_queries": 16, "test_fraction": 0.5}
-MODELS = {"FirstP": (BiEncoderFirstP, {}), "MaxP": (BiEncoderMaxP, dict(window=240, stride=240))}
+# 100 training queries (half near, half far; the recipe holds 20% out for validation), 50 near and 50
+# far test queries; documents of 700-720 tokens; BM25's top 10 documents re-ranked
+COLLECTION = dict(train_queries=100, test_queries=50, max_doc_tokens=720)
+QUICK_COLLECTION = dict(train_queries=8, test_queries=4, max_doc_tokens=720)
+CANDIDATES = 10
+WINDOWS = dict(window=240, stride=240)  # three disjoint windows of the 720-token documents
+MODELS = {"FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
 # what each model can read: FirstP's input ends before the far answers
-GROUPS_READ = {"FirstP": ("near",), "MaxP": ("near", "far")}
-CEILING = 0.95  # above it a group leaves no room for the tests to show a difference
+GROUPS_READ = {"FirstP": ("near",), "MaxP": ("near", "far"), "ParadeAttn": ("near", "far")}
+QUICK_STAGES = dict(passage=dict(steps=4, batch_size=4), document=dict(epochs=1))
+CEILING = 0.95  # at or above it a group leaves no room for the tests to show a difference
+ALPHA = 0.05
 
 
-def bm25_over(collection, index_dir: str | Path):
-    """BM25 over ``collection.docs``: PISA's, indexed into ``index_dir`` (overwritten), where
+def bm25_over(collection, index_dir: str | Path, num_results: int = 1000):
+    """BM25 over ``collection.documents``: PISA's, indexed into ``index_dir`` (overwritten), where
     PyTerrier-PISA is installed (Linux x86_64); elsewhere the library's pure-Python BM25
     (``data.bm25.BM25``, PISA's formula and stemmer), in memory."""
     from .data.bm25 import bm25_retriever
 
-    return bm25_retriever(collection.docs, index_dir)
+    return bm25_retriever(collection.documents, index_dir, num_results=num_results)
 
 
-def _setup(output: str | Path, quick: bool, backbone: str | None, dtype: str):
-    """The output folder, the backbone, the dtype and the collection the demos share."""
-    dtype = Runtime(dtype=dtype).dtype_name()  # checked first, then what it comes to here ("auto": bf16 or fp32)
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    collection = make_collection(**(QUICK_COLLECTION if quick else COLLECTION))
-    print(f"Collection: {collection!r}")
-    return output, backbone or packaged_minilm(), dtype, collection
+class RandomFill(pt.Transformer):
+    """Fills each query's candidate list up to ``k`` documents with random documents of ``docnos``
+    (seeded by the query's qid), scored below the list's last, ranks following on: BM25 finds few
+    documents for a one-term query (a median of 3 of the prose's 200), and a list of 3 leaves a
+    re-ranker little to do. Queries with ``k`` or more candidates pass unchanged."""
+
+    def __init__(self, docnos, k: int = CANDIDATES, seed: int = 0):
+        self.docnos, self.k, self.seed = np.asarray(list(docnos), dtype=object), k, seed
+
+    def transform(self, results: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.result_frame(results, extra_columns=["query"])
+        rows = []
+        for qid, found in results.groupby("qid", sort=False):
+            need = self.k - len(found)
+            if need > 0:
+                pool = self.docnos[~np.isin(self.docnos, found["docno"].to_numpy())]
+                rng = np.random.default_rng([self.seed, *map(ord, str(qid))])
+                drawn = rng.choice(pool, size=min(need, len(pool)), replace=False)
+                lowest = float(found["score"].min()) if len(found) else 0.0
+                rows.append(pd.DataFrame({"qid": qid, "query": found["query"].iloc[0], "docno": drawn,
+                                          "score": lowest - 1.0 - np.arange(len(drawn))}))
+        filled = pd.concat([results, *rows], ignore_index=True) if rows else results
+        return pt.model.add_ranks(filled[["qid", "query", "docno", "score"]])
 
 
 def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: str | None = None,
-        candidates: int = 5, dtype: str = "fp32", check: bool | None = None) -> dict[str, pd.DataFrame]:
-    """Runs the demo and returns the experiment tables by query group ("near", "far", "all").
+        candidates: int = CANDIDATES, dtype: str = "fp32", seed: int = 0, check: bool | None = None) -> dict:
+    """Runs the demo; returns ``results.json``'s content (the tables by group, the controls, the
+    conclusions, the stages' times).
 
-    dtype: the models' precision: fp32 by default on every CPU, the precision of the run
-        ``benchmarks/results/demo.json`` records (``"bf16"``, or ``"auto"``: bf16 where the device
-        computes it natively; the conclusions are checked alike).
-    check: verify the demo's conclusions (see ``conclusions``) and exit with an error naming those
-        that do not hold; default on, except with ``quick``.
-
-    Writes ``results.json`` (the tables, the controls, the expected RR of a random order, the
-    conclusions, the dtype, the machine and the time taken) and ``results.png`` into ``output``.
+    dtype: the models' precision: fp32 by default on every CPU, the precision of the recorded run
+        (``"bf16"``, or ``"auto"``: bf16 where the device computes it natively; the conclusions are
+        checked alike).
+    seed: the recipe's seed (the passage stage, PARADE-Attn's new head, the training order).
+    check: verify the conclusions (see ``conclusions``) and exit with an error naming those that do
+        not hold; default on, except with ``quick``.
     """
     started = time.time()
-    output, backbone, dtype, collection = _setup(output, quick, backbone, dtype)
-    test = collection.split("test")
-    bm25 = bm25_over(collection, output / "pisa-index")
-    plot = _positional_bias_plot(collection, output / "positional-bias.png", backbone)
-    print(f"Positional-bias plot of the collection: {plot}\nPrecision: {dtype}")
-    topics = test.topics[["qid", "query"]]
-    candidate_lists = (bm25 % candidates >> collection.get_text())(topics)  # what the models re-rank
-    groups = {"near": test.near(), "far": test.far()}
-    runs, controls = {"BM25": bm25(topics)}, {}
-    for name, (cls, settings) in MODELS.items():
-        model = cls(backbone, dtype=dtype, verbose=True, **settings)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # the cropping report: FirstP crops by design
-            runs[name] = model(candidate_lists)
-            controls[name] = query_controls(model, candidate_lists, test.qrels,
-                                            groups={g: subset.topics["qid"] for g, subset in groups.items()})
-    tables = {group: experiment(runs, subset) for group, subset in (*groups.items(), ("all", test))}
-    random_rr = {group: expected_random_rr(candidate_lists, subset)
-                 for group, subset in (*groups.items(), ("all", test))}
-    _print_tables(tables, random_rr, groups, controls)
+    dtype = Runtime(dtype=dtype).dtype_name()  # checked first, then what it comes to here
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    backbone = backbone or packaged_minilm()
+    collection = prose_collection(**(QUICK_COLLECTION if quick else COLLECTION), tokenizer=backbone)
+    print(f"Collection (WordNet glosses, shipped with the package): {collection!r}", flush=True)
+    first_stage = (bm25_over(collection, output / "bm25-index") % candidates
+                   >> RandomFill(collection.documents["docno"], candidates, seed) >> collection.text)
+    train, test = collection.split("train"), collection.split("test")
+    test_candidates = first_stage(test.topics[["qid", "query"]])
+    groups = {"near": test.near().topics["qid"], "far": test.far().topics["qid"]}
+    stages, models = train_models(backbone, train, first_stage, output / "models", quick, dtype, seed)
+    runs = {"BM25": test_candidates}
+    zero_shot, controls = {}, {}
+    for name, model in models.items():
+        print(f"\nScoring the test queries with {name}, its controls and its zero-shot start", flush=True)
+        runs[name], controls[name] = scored_with_controls(model, test_candidates, test.qrels, groups)
+        cls, settings = MODELS[name]
+        torch.manual_seed(seed)  # PARADE-Attn's new head, drawn as the recipe drew it
+        start = cls(stages["passage stage"]["folder"], dtype=dtype, verbose=True, **settings)
+        zero_shot[name] = start(test_candidates)
+    tables, family = experiment_tables(runs, zero_shot, test, groups)
+    controls = corrected_controls(controls, family)
+    random_rr = {group: expected_random_rr(test_candidates, test.topics.loc[test.topics["qid"].isin(qids), "qid"],
+                                           test.qrels) for group, qids in groups.items()}
     findings = conclusions(tables, random_rr, controls)
+    print_report(tables, random_rr, controls, findings, dtype)
+    figure = results_plot(tables, random_rr, controls, output / "results.png")
+    save_test_candidates(test_candidates, test, groups, output)
     seconds, cpu_seconds = time.time() - started, time.process_time()
-    figure = _results_plot(tables, random_rr, controls, output / "results.png")
-    print(f"\nConclusions ({dtype}):")
-    for finding, holds in findings.items():
-        print(f"- {'yes' if holds else 'NO '}  {finding}")
-    _write_results(output / "results.json", tables, random_rr, findings, dtype, seconds, quick, len(test.topics),
-                   cpu_seconds, controls)
-    print(f"\nResults in {output / 'results.json'}, plotted in {figure}; finished in {seconds:.0f} s "
-          f"({cpu_seconds:.0f} CPU seconds over {torch.get_num_threads()} threads)")
+    results = results_record(tables, random_rr, controls, findings, stages, dtype, quick, len(test.topics),
+                             seconds, cpu_seconds, seed)
+    (output / "results.json").write_text(json.dumps(results, indent=1))
+    print(f"\nTrained models in {output / 'models'} (from_pretrained or pt.Artifact.load); results in "
+          f"{output / 'results.json'}, plotted in {figure}; test candidates in {output / 'test-candidates.tsv'} with "
+          f"{output / 'test-qrels.tsv'}. Finished in {seconds:.0f} s ({cpu_seconds:.0f} CPU seconds over "
+          f"{torch.get_num_threads()} threads)")
     if (not quick if check is None else check) and not all(findings.values()):
         failed = "; ".join(f for f, holds in findings.items() if not holds)
         raise SystemExit(f"the demo's conclusions do not hold in this run ({dtype}): {failed}")
-    return tables
+    return results
 
 
-def _print_tables(tables, random_rr, groups, controls) -> None:
-    for group in ("near", "far", "all"):
-        size = len(groups[group].topics) if group in groups else sum(len(g.topics) for g in groups.values())
-        print(f"\nTest queries, relevant passage {group.upper()} ({size} queries), significance against FirstP "
-              f"(paired t-test); a random order of the candidates: RR {random_rr[group]:.3f}")
-        print(tables[group].to_string(index=False))
-    for name, table in controls.items():
-        print(f"\nQuery controls, {name}: the same candidates scored with another query's text and with a constant "
-              f"query (paired t-tests of the real query against each, Holm-corrected)")
-        print(table.round(4).to_string(index=False))
+def train_models(backbone: str, train, first_stage, directory: Path, quick: bool, dtype: str, seed: int):
+    """The recipe for each model: the passage stage once (with FirstP's call), then each model's
+    document stage from it. Returns the stages' report and the trained models by name."""
+    from .training import TrainingArguments
+    from .training.recipe import RECIPE_DOCUMENT_STAGE, train_long_document_ranker
+
+    passage_options = QUICK_STAGES["passage"] if quick else None
+    args = TrainingArguments(**{**RECIPE_DOCUMENT_STAGE, **(QUICK_STAGES["document"] if quick else {})}, seed=seed)
+    stages, models, warm_start = {}, {}, backbone
+    for name, (cls, settings) in MODELS.items():
+        print(f"\nTraining {name}" + (" (the passage stage first, shared by the three models)" if not models else ""),
+              flush=True)
+        torch.manual_seed(seed)
+        model, report = train_long_document_ranker(
+            cls, warm_start, train.topics[["qid", "query"]], train.qrels, first_stage,
+            passages=None if not models else False, output_dir=directory / name, passage_options=passage_options,
+            args=args, seed=seed, dtype=dtype, model_options={**settings, "verbose": True})
+        if not models:
+            warm_start = str(directory / name / "passage-stage")
+            stages["passage stage"] = {**report["passage stage"], "folder": warm_start}
+        stages[name] = report["document stage"]
+        models[name] = model
+    return stages, models
 
 
-def conclusions(tables: dict[str, pd.DataFrame], random_rr: dict[str, float],
-                controls: dict[str, pd.DataFrame]) -> dict[str, bool]:
+def scored_with_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, groups: dict):
+    """``model``'s run on ``candidates`` and its query controls (``evaluation.query_controls``), the
+    real query's run scored once."""
+    real = model(candidates)
+
+    def scorer(frame: pd.DataFrame) -> pd.DataFrame:
+        return real if frame["query"].equals(candidates["query"]) else model(frame)
+
+    return real, query_controls(scorer, candidates, qrels, groups=groups)
+
+
+def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame]:
+    """Per group, ``pt.Experiment`` with paired t-tests against FirstP, its RR's 95% interval, the
+    zero-shot start's RR and the p-value corrected by Holm over every test the demo draws; and that
+    family (``group, name, test, p-value``) for the controls to join."""
+    tables, family, per_query = {}, [], {}
+    for group, qids in groups.items():
+        topics = test.topics[test.topics["qid"].isin(set(qids))][["qid", "query"]]
+        qrels = test.qrels[test.qrels["qid"].isin(set(qids))]
+        systems = [frame[frame["qid"].isin(set(qids))] for frame in runs.values()]
+        table = pt.Experiment(systems, topics, qrels, [nDCG @ 10, RR], names=list(runs),
+                              baseline=list(runs).index("FirstP"), round=3)
+        values = pt.Experiment(systems, topics, qrels, [RR], names=list(runs), perquery=True)
+        per_query[group] = values.pivot(index="qid", columns="name", values="value")
+        start = per_query_values({name: frame[frame["qid"].isin(set(qids))] for name, frame in zero_shot.items()},
+                                 topics, qrels, RR).mean() if zero_shot else {}
+        table["RR 95% CI"] = [_interval_text(per_query[group][name]) for name in table["name"]]
+        table["zero-shot RR"] = [round(float(start[n]), 3) if n in start else None for n in table["name"]]
+        tables[group] = table
+        for name in table["name"]:
+            if name != "FirstP":
+                family.append((group, name, "against FirstP", float(table.set_index("name").loc[name, "RR p-value"])))
+        for name in zero_shot:  # BM25 against every trained model, whichever way it goes
+            p = float(stats.ttest_rel(per_query[group]["BM25"], per_query[group][name]).pvalue)
+            family.append((group, name, "against BM25", p))
+    return tables, pd.DataFrame(family, columns=["group", "name", "test", "p-value"])
+
+
+def corrected_controls(controls: dict, family: pd.DataFrame) -> dict:
+    """The controls' p-values and the experiment's corrected together by Holm (one family: every
+    test the demo draws); the tables get their corrected values back in ``RR p-value (Holm)``."""
+    rows = [(name, i, p) for name, table in controls.items() for i, p in table["p-value"].items() if pd.notna(p)]
+    p_values = np.array([p for _, _, p in rows] + list(family["p-value"]), dtype=float)
+    corrected = correct_pvalues(np.nan_to_num(p_values, nan=1.0), "holm")[1]
+    controls = {name: table.copy() for name, table in controls.items()}
+    for (name, i, _), value in zip(rows, corrected):
+        controls[name].loc[i, "p-value corrected"] = value
+    family["p-value (Holm)"] = corrected[len(rows):]
+    controls["_family"] = family
+    return controls
+
+
+def conclusions(tables: dict, random_rr: dict, controls: dict) -> dict[str, bool]:
     """The demo's findings, each True when this run shows it."""
     def value(group: str, name: str, column: str = "RR") -> float:
         table = tables[group].set_index("name")
-        return float(table.loc[name, column]) if name in table.index else float("nan")
+        return float(table.loc[name, column]) if name in table.index and table.loc[name, column] is not None \
+            else float("nan")
+
+    family = controls["_family"]
+
+    def corrected(group: str, name: str, test: str = "against FirstP") -> float:
+        row = family[(family["group"] == group) & (family["name"] == name) & (family["test"] == test)]
+        return float(row["p-value (Holm)"].iloc[0]) if len(row) else float("nan")
 
     def reads(name: str) -> bool:
         table = controls[name]
         return reads_the_query(table[table["group"].isin(GROUPS_READ[name])])
 
-    near_gap, near_p = abs(value("near", "MaxP") - value("near", "FirstP")), value("near", "MaxP", "RR p-value")
+    trained = [name for name in MODELS if name in controls]
     return {
-        "the models read the query: with another query's text or a constant query each ranks at most 0.1 above "
-        "a random order, and below the real query (paired t-test, Holm, p < 0.05), where it can read the answer":
-            all(reads(name) for name in controls),
-        "far queries: MaxP ranks the answer higher than FirstP (paired t-test, p < 0.05)":
-            value("far", "MaxP") > value("far", "FirstP") and value("far", "MaxP", "RR p-value") < 0.05,
-        "far queries: FirstP, blind beyond its first 256 tokens, stays within 0.1 of a random order":
-            abs(value("far", "FirstP") - random_rr["far"]) <= 0.1,
-        "near queries: FirstP is level with MaxP (within 0.05, or no significant difference)":
-            near_gap <= 0.05 or not near_p < 0.05,
-        "near queries: FirstP, which reads the answer, is at least 0.2 above a random order":
-            value("near", "FirstP") >= random_rr["near"] + 0.2,
-        f"no ceiling: every model below RR {CEILING} in both groups, so the tests have room":
-            all(value(group, name) < CEILING for group in ("near", "far") for name in MODELS),
+        "every trained model reads the query where it can read the answer: with another query's text or a constant "
+        "query it ranks at most 0.1 above a random order, and below the real query (paired t-test, Holm, p < 0.05)":
+            all(reads(name) for name in trained),
+        "far answers: ParadeAttn and MaxP rank them above FirstP (paired t-test, Holm, p < 0.05)":
+            all(value("far", n) > value("far", "FirstP") and corrected("far", n) < ALPHA for n in ("ParadeAttn", "MaxP")),
+        "near answers: FirstP is not significantly below MaxP and ParadeAttn (paired t-test, Holm)":
+            all(not (value("near", n) > value("near", "FirstP") and corrected("near", n) < ALPHA)
+                for n in ("ParadeAttn", "MaxP")),
+        "no trained model is below its zero-shot start (RR, near and far)":
+            all(value(g, n) >= value(g, n, "zero-shot RR") for g in ("near", "far") for n in trained),
+        f"no ceiling: every model compared is below RR {CEILING} in both groups, so the tests have room":
+            all(value(g, n) < CEILING for g in ("near", "far") for n in trained),
     }
 
 
-def expected_random_rr(first_stage_run: pd.DataFrame, subset) -> float:
+def expected_random_rr(first_stage_run: pd.DataFrame, qids, qrels: pd.DataFrame) -> float:
     """The mean RR of a random order of each query's candidates: ``H(n) / n`` with one relevant
     document among n (0 when the first stage missed it)."""
-    relevant = set(zip(subset.qrels.loc[subset.qrels["label"] > 0, "qid"],
-                       subset.qrels.loc[subset.qrels["label"] > 0, "docno"]))
+    relevant = set(zip(qrels.loc[qrels["label"] > 0, "qid"], qrels.loc[qrels["label"] > 0, "docno"]))
     values = []
-    for qid in subset.topics["qid"]:
+    for qid in qids:
         docnos = first_stage_run.loc[first_stage_run["qid"] == qid, "docno"]
         n = len(docnos)
         hit = any((qid, d) in relevant for d in docnos)
@@ -170,101 +265,93 @@ def expected_random_rr(first_stage_run: pd.DataFrame, subset) -> float:
     return float(sum(values) / len(values)) if values else float("nan")
 
 
-def _write_results(path: Path, tables, random_rr, findings, dtype, seconds, quick, n_test, cpu_seconds,
-                   controls=None) -> None:
-    import json
-    import platform
+def print_report(tables: dict, random_rr: dict, controls: dict, findings: dict, dtype: str) -> None:
+    family = controls["_family"]
+    for group, table in tables.items():
+        print(f"\nTest queries, answer {group.upper()} ({'inside' if group == 'near' else 'beyond'} the first 512 "
+              f"tokens), {int(table['RR'].notna().sum() and len(table))} systems; a random order of the candidates: "
+              f"RR {random_rr[group]:.3f}. Paired t-tests against FirstP (pt.Experiment), RR's 95% interval, the "
+              "zero-shot start's RR:")
+        print(table.to_string(index=False))
+    print("\nEvery test the demo draws, Holm-corrected as one family (with the controls' tests below):")
+    print(family.round(4).to_string(index=False))
+    for name, table in controls.items():
+        if name != "_family":
+            print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
+                  "(paired t-tests of the real query against each, Holm over the demo's tests)")
+            print(table.round(4).to_string(index=False))
+    print(f"\nConclusions ({dtype}):")
+    for finding, holds in findings.items():
+        print(f"- {'yes' if holds else 'NO '}  {finding}")
 
+
+def save_test_candidates(candidates: pd.DataFrame, test, groups: dict, output: Path) -> None:
+    """The test candidates the models re-ranked (``qid, query, docno, text, group``) and their
+    qrels (``qid, docno, label``), as tab-separated files: re-score them with any model."""
+    group_of = {qid: group for group, qids in groups.items() for qid in qids}
+    frame = candidates[["qid", "query", "docno", "text"]].assign(group=candidates["qid"].map(group_of))
+    frame.to_csv(output / "test-candidates.tsv", sep="\t", index=False)
+    test.qrels[["qid", "docno", "label"]].to_csv(output / "test-qrels.tsv", sep="\t", index=False)
+
+
+def results_record(tables, random_rr, controls, findings, stages, dtype, quick, n_test, seconds, cpu_seconds,
+                   seed) -> dict:
     def records(table: pd.DataFrame) -> list[dict]:
         # not DataFrame.to_json: it writes 10 decimal places, so a p-value of 5e-14 became 0.0
         return table.astype(object).where(table.notna(), None).to_dict(orient="records")
 
-    path.write_text(json.dumps({
-        "dtype": dtype, "seconds": round(seconds), "cpu_seconds": round(cpu_seconds), "quick": quick,
-        "test_queries": n_test,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+    return {
+        "dtype": dtype, "seed": seed, "seconds": round(seconds), "cpu_seconds": round(cpu_seconds), "quick": quick,
+        "test_queries": n_test, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "native_bf16": native_bf16_cpu(), "random_rr": random_rr, "conclusions": findings,
+        "stages": {name: {k: v for k, v in report.items() if isinstance(v, (int, float, str, bool))}
+                   for name, report in stages.items()},
         "tables": {group: records(table) for group, table in tables.items()},
-        "controls": {name: records(table) for name, table in (controls or {}).items()},
-    }, indent=1))
+        "tests": records(controls["_family"]),
+        "controls": {name: records(table) for name, table in controls.items() if name != "_family"},
+    }
 
 
-def _results_plot(tables, random_rr, controls, path: Path) -> Path:
-    """RR of each model per query group with the real query and with each control, beside BM25's
-    and a random order's: the demo's result in one picture."""
-    import numpy as np
+def results_plot(tables: dict, random_rr: dict, controls: dict, path: Path) -> Path:
+    """RR of each trained model per group with its 95% interval, with the real query and with each
+    control, beside BM25's and a random order's: the demo's result in one picture."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8.0, 4.0))
+    names = [n for n in MODELS if n in controls]
+    fig = Figure(figsize=(9.0, 4.2))
     FigureCanvasAgg(fig)
     for k, group in enumerate(("near", "far")):
         ax = fig.add_subplot(1, 2, k + 1)
-        rankings = ("real query", "another query's text", "constant query")
-        x = np.arange(len(controls))
-        for i, ranking in enumerate(rankings):
-            values = [float(t.loc[(t["group"] == group) & (t["ranking"] == ranking), "RR"].iloc[0])
-                      for t in controls.values()]
+        x = np.arange(len(names))
+        table = tables[group].set_index("name")
+        low_high = [table.loc[n, "RR 95% CI"] for n in names]
+        errors = np.array([[table.loc[n, "RR"] - lo, hi - table.loc[n, "RR"]] for n, (lo, hi) in
+                           zip(names, map(_interval_bounds, low_high))]).T
+        ax.bar(x - 0.27, [table.loc[n, "RR"] for n in names], 0.27, yerr=errors, capsize=3, label="real query")
+        for i, ranking in enumerate(("another query's text", "constant query"), start=1):
+            values = [float(controls[n].loc[(controls[n]["group"] == group) & (controls[n]["ranking"] == ranking),
+                                            "RR"].iloc[0]) for n in names]
             ax.bar(x + (i - 1) * 0.27, values, 0.27, label=ranking)
-        bm25 = float(tables[group].set_index("name").loc["BM25", "RR"])
         ax.axhline(random_rr[group], color="black", linestyle="--", label="random order")
-        ax.axhline(bm25, color="gray", linestyle=":", label="BM25")
-        ax.set_xticks(x, list(controls))
+        ax.axhline(float(table.loc["BM25", "RR"]), color="gray", linestyle=":", label="BM25")
+        ax.set_xticks(x, names)
         ax.set_ylim(0, 1)
         ax.set_title("answer near the start" if group == "near" else "answer beyond token 512")
-        ax.set_ylabel("RR" if k == 0 else "")
+        ax.set_ylabel("RR (95% interval)" if k == 0 else "")
     handles, labels = fig.axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
-    fig.suptitle("Bi-encoder FirstP and MaxP: the real query against the controls")
+    fig.suptitle("FirstP, MaxP and PARADE-Attn trained on WordNet prose: the real query against the controls")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     return path
 
 
-def experiment(runs: dict[str, pd.DataFrame], subset) -> pd.DataFrame:
-    qids = set(subset.topics["qid"])
-    systems = [frame[frame["qid"].isin(qids)] for frame in runs.values()]
-    return pt.Experiment(systems, subset.topics[["qid", "query"]], subset.qrels, [nDCG @ 10, RR],
-                         names=list(runs), baseline=list(runs).index("FirstP"), round=3)
+def _interval_text(values: pd.Series) -> str:
+    mean, low, high = mean_interval(values.to_numpy())
+    return f"{low:.3f}-{high:.3f}"
 
 
-def _positional_bias_plot(collection, path: Path, tokenizer: str) -> Path:
-    from .diagnostics import plot_positional_bias, positional_bias
-
-    table = positional_bias(collection.positions, collection.documents, tokenizer=tokenizer, chunk_size=512)
-    return plot_positional_bias(table, path, title="Where the answer passage starts (generated collection)")
-
-
-def run_seeds(output: str | Path = "demo-output", *, seeds: int = 3, quick: bool = False,
-              backbone: str | None = None, candidates: int = 5, dtype: str = "fp32") -> pd.DataFrame:
-    """FirstP against MaxP over several seeds (``pyterrier-longdoc demo --seeds 3``): per seed, both
-    bi-encoders fine-tuned with ``fit`` on the training queries (validation-based selection keeps the
-    start when training does not help), per-query metrics averaged over seeds, paired t-tests against
-    FirstP, and the relative gains over FirstP as in the papers' tables."""
-    from .evaluation import multi_seed_experiment
-    from .training import TrainingArguments
-    from .training.recipe import RECIPE_DOCUMENT_STAGE
-
-    output, backbone, dtype, collection = _setup(output, quick, backbone, dtype)
-    train, test = collection.split("train"), collection.split("test")
-    first_stage = bm25_over(collection, output / "pisa-index") % candidates >> collection.get_text()
-
-    def trained(name: str):
-        cls, settings = MODELS[name]
-
-        def for_seed(seed: int):
-            model = cls(backbone, dtype=dtype, **settings)
-            args = TrainingArguments(**{**RECIPE_DOCUMENT_STAGE, "epochs": 1 if quick else 2}, seed=seed)
-            model.fit(train.topics, train.qrels, first_stage, args=args)
-            return first_stage >> model
-        return for_seed
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        table = multi_seed_experiment({name: trained(name) for name in MODELS}, test.topics[["qid", "query"]],
-                                      test.qrels, [nDCG @ 10, RR], seeds=list(range(seeds)), baseline="FirstP",
-                                      precision=3)
-    print(f"\n{seeds} seeds, test queries ({len(test.topics)}), per-query metrics averaged over seeds, "
-          "paired t-test against FirstP:")
-    print(table.to_string(index=False))
-    return table
+def _interval_bounds(text: str) -> tuple[float, float]:
+    low, high = text.split("-")
+    return float(low), float(high)

@@ -54,3 +54,56 @@ class InMemoryCollection(Collection):
         from .documents import TextLoader
 
         return TextLoader(self.documents[["docno", "text"]], "text")
+
+
+SPLITS = ("train", "test")
+
+
+class SplitCollection(InMemoryCollection):
+    """An in-memory collection whose topics say which split each query is in (``split``: 'train' or
+    'test') and where its answer sits (``position``: 'near', inside what FirstP reads, or 'far',
+    beyond it): the generated collection and the shipped prose (``data.prose``). Subclasses are
+    dataclasses of ``documents, topics, qrels, positions``."""
+
+    documents: pd.DataFrame
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    positions: pd.DataFrame
+
+    docs = property(lambda self: self.documents)  # version 0.1's name
+
+    def get_text(self) -> pt.Transformer:
+        """The same as ``text``."""
+        return self.text
+
+    def _subset(self, keep: pd.Series):
+        """The same documents with the topics selected by ``keep`` (a mask over ``topics``)."""
+        return type(self)(self.documents, **self._with_topics(set(self.topics.loc[keep, "qid"])))
+
+    def split(self, name: str):
+        """The topics (and their qrels and positions) of split ``name``: 'train' or 'test'."""
+        if name not in SPLITS:
+            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(SPLITS)}")
+        return self._subset(self.topics["split"] == name)
+
+    def near(self):
+        """The topics whose answer sits inside what FirstP reads."""
+        return self._subset(self.topics["position"] == "near")
+
+    def far(self):
+        """The topics whose answer lies beyond what FirstP reads."""
+        return self._subset(self.topics["position"] == "far")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f).equals(getattr(other, f)) for f in ("documents", "topics", "qrels", "positions"))
+
+    __hash__ = None  # type: ignore[assignment]  # frames are mutable
+
+    def __repr__(self) -> str:
+        def counts(column: str) -> str:
+            return ", ".join(f"{n} {k}" for k, n in self.topics[column].value_counts().sort_index().items())
+
+        return (f"{type(self).__name__}({len(self.documents)} docs, {len(self.topics)} topics: "
+                f"{counts('split')}; {counts('position')})")

@@ -182,13 +182,16 @@ class DictionaryTask:
                           self.qrels[self.qrels["qid"].isin(keep)].reset_index(drop=True))
 
 
-def dictionary_task(source: str = "foldoc", path: str | Path | None = None, *, vocabulary=None, known_only: bool = False,
+def dictionary_task(source: str = "foldoc", path: str | Path | None = None, *, entries: pd.DataFrame | None = None,
+                    vocabulary=None, known_only: bool = False,
                     min_words: int = 20, max_words: int = 120, max_queries: int | None = None,
                     max_passages: int | None = None, seed: int = 0, hide_term: bool = True) -> DictionaryTask:
     """Definitional queries ("what is <term>") over a dictionary (see the module doc).
 
     source: ``"foldoc"``, ``"gcide"``, ``"wn"`` or ``"jargon"`` (Debian's ``dict-*`` packages);
         ``path``: its ``.dict.dz`` file (default: where Debian installs it).
+    entries: the dictionary's entries (``headword, text``), instead of reading ``source``'s file (the
+        real prose that ships with the package, ``data.prose.prose_entries()``).
     max_passages: keep every queried term's entry and a random sample (by ``seed``) of the
         others, up to this many passages (GCIDE and WordNet have 100,000+ entries).
 
@@ -204,7 +207,7 @@ def dictionary_task(source: str = "foldoc", path: str | Path | None = None, *, v
         known-item task in which the entry must be told from entries that only mention the term.
         The same queries are eligible either way.
     """
-    entries = dictionary_entries(source, path)
+    entries = dictionary_entries(source, path) if entries is None else entries[["headword", "text"]].copy()
     words = _vocabulary(vocabulary)
     entries["text"] = entries["text"].map(lambda t: _cut(t, max_words))
     entries["docno"] = [f"F{i}" for i in range(len(entries))]

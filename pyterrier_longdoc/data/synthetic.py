@@ -38,9 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-import pyterrier as pt
 
-from .collection import InMemoryCollection
+from .collection import SplitCollection
 
 __all__ = ["DEFAULT_NEGATIVES", "NEGATIVE_KINDS", "SyntheticCollection", "make_collection", "passage_triples"]
 
@@ -256,7 +255,6 @@ DEFAULT_NEGATIVES = ("scattered",)
 _MODEL_INPUT_TOKENS = 512
 # Room after far_start for a passage and some filler.
 _FAR_ROOM_WORDS = 60
-_SPLITS = ("train", "test")
 _SLOT = re.compile(r"\{(\w+)\}")
 
 
@@ -362,7 +360,7 @@ def _document(
 
 # --- the collection ----------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
-class SyntheticCollection(InMemoryCollection):
+class SyntheticCollection(SplitCollection):
     """A generated collection; see :func:`make_collection` (the shape of
     :mod:`pyterrier_longdoc.data.collection`).
 
@@ -381,47 +379,8 @@ class SyntheticCollection(InMemoryCollection):
     qrels: pd.DataFrame
     positions: pd.DataFrame
 
-    # version 0.1's names
-    docs = property(lambda self: self.documents)
+    # version 0.1's name
     answers = property(lambda self: self.positions.rename(columns=_OLD_POSITION_NAMES))
-
-    def get_text(self) -> pt.Transformer:
-        """The same as ``text``."""
-        return self.text
-
-    def _subset(self, keep: pd.Series) -> SyntheticCollection:
-        """The same documents with the topics selected by ``keep`` (a mask over ``topics``)."""
-        return SyntheticCollection(self.documents, **self._with_topics(set(self.topics.loc[keep, "qid"])))
-
-    def split(self, name: str) -> SyntheticCollection:
-        """The topics (and their qrels and positions) of split ``name``: 'train' or 'test'."""
-        if name not in _SPLITS:
-            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(_SPLITS)}")
-        return self._subset(self.topics["split"] == name)
-
-    def near(self) -> SyntheticCollection:
-        """The topics whose answer ends within the first ``near_limit`` tokens."""
-        return self._subset(self.topics["position"] == "near")
-
-    def far(self) -> SyntheticCollection:
-        """The topics whose answer starts at word ``far_start`` or later."""
-        return self._subset(self.topics["position"] == "far")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SyntheticCollection):
-            return NotImplemented
-        return all(getattr(self, f).equals(getattr(other, f)) for f in ("documents", "topics", "qrels", "positions"))
-
-    __hash__ = None  # type: ignore[assignment]  # frames are mutable
-
-    def __repr__(self) -> str:
-        def counts(column: str) -> str:
-            return ", ".join(f"{n} {k}" for k, n in self.topics[column].value_counts().sort_index().items())
-
-        return (
-            f"SyntheticCollection({len(self.documents)} docs, {len(self.topics)} topics: "
-            f"{counts('split')}; {counts('position')})"
-        )
 
 
 _OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word_start": "start_word",
