@@ -38,10 +38,13 @@ from .models import FirstP, MaxP, ParadeAttn
 from .packaged import packaged_minilm
 
 # 100 training queries (half near, half far; the recipe holds 20% out for validation), 50 near and 50
-# far test queries; documents of 700-720 tokens; BM25's top 10 documents re-ranked
+# far test queries; documents of 700-720 tokens; BM25's top 8 documents re-ranked
 COLLECTION = dict(train_queries=100, test_queries=50, max_doc_tokens=720)
 QUICK_COLLECTION = dict(train_queries=8, test_queries=4, max_doc_tokens=720)
-CANDIDATES = 10
+CANDIDATES = 8
+# the packaged MiniLM's first two layers: three models trained and scored with their controls within
+# 1,500 CPU seconds on 2 cores (the six layers cost about three times as much)
+BACKBONE_LAYERS = 2
 WINDOWS = dict(window=240, stride=240)  # three disjoint windows of the 720-token documents
 MODELS = {"FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
 # what each model can read: FirstP's input ends before the far answers
@@ -101,7 +104,7 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     dtype = Runtime(dtype=dtype).dtype_name()  # checked first, then what it comes to here
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    backbone = backbone or packaged_minilm()
+    backbone = backbone or packaged_minilm(layers=BACKBONE_LAYERS, directory=output / "backbone")
     collection = prose_collection(**(QUICK_COLLECTION if quick else COLLECTION), tokenizer=backbone)
     print(f"Collection (WordNet glosses, shipped with the package): {collection!r}", flush=True)
     first_stage = (bm25_over(collection, output / "bm25-index") % candidates
@@ -120,15 +123,15 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
         start = cls(stages["passage stage"]["folder"], dtype=dtype, verbose=True, **settings)
         zero_shot[name] = start(test_candidates)
     tables, family = experiment_tables(runs, zero_shot, test, groups)
-    controls = corrected_controls(controls, family)
+    controls, tests = corrected_controls(controls, family)
     random_rr = {group: expected_random_rr(test_candidates, test.topics.loc[test.topics["qid"].isin(qids), "qid"],
                                            test.qrels) for group, qids in groups.items()}
-    findings = conclusions(tables, random_rr, controls)
-    print_report(tables, random_rr, controls, findings, dtype)
+    findings = conclusions(tables, random_rr, controls, tests)
+    print_report(tables, random_rr, controls, tests, findings, dtype)
     figure = results_plot(tables, random_rr, controls, output / "results.png")
     save_test_candidates(test_candidates, test, groups, output)
     seconds, cpu_seconds = time.time() - started, time.process_time()
-    results = results_record(tables, random_rr, controls, findings, stages, dtype, quick, len(test.topics),
+    results = results_record(tables, random_rr, controls, tests, findings, stages, dtype, quick, len(test.topics),
                              seconds, cpu_seconds, seed)
     (output / "results.json").write_text(json.dumps(results, indent=1))
     print(f"\nTrained models in {output / 'models'} (from_pretrained or pt.Artifact.load); results in "
@@ -204,31 +207,29 @@ def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[
     return tables, pd.DataFrame(family, columns=["group", "name", "test", "p-value"])
 
 
-def corrected_controls(controls: dict, family: pd.DataFrame) -> dict:
+def corrected_controls(controls: dict, family: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     """The controls' p-values and the experiment's corrected together by Holm (one family: every
-    test the demo draws); the tables get their corrected values back in ``RR p-value (Holm)``."""
+    test the demo draws): the controls with their ``p-value corrected`` replaced, and the
+    experiment's tests with a ``p-value (Holm)`` column."""
     rows = [(name, i, p) for name, table in controls.items() for i, p in table["p-value"].items() if pd.notna(p)]
     p_values = np.array([p for _, _, p in rows] + list(family["p-value"]), dtype=float)
     corrected = correct_pvalues(np.nan_to_num(p_values, nan=1.0), "holm")[1]
     controls = {name: table.copy() for name, table in controls.items()}
     for (name, i, _), value in zip(rows, corrected):
         controls[name].loc[i, "p-value corrected"] = value
-    family["p-value (Holm)"] = corrected[len(rows):]
-    controls["_family"] = family
-    return controls
+    return controls, family.assign(**{"p-value (Holm)": corrected[len(rows):]})
 
 
-def conclusions(tables: dict, random_rr: dict, controls: dict) -> dict[str, bool]:
-    """The demo's findings, each True when this run shows it."""
+def conclusions(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFrame) -> dict[str, bool]:
+    """The demo's findings, each True when this run shows it (``tests``: the experiment's tests
+    with their Holm-corrected p-values, as ``corrected_controls`` gives them)."""
     def value(group: str, name: str, column: str = "RR") -> float:
         table = tables[group].set_index("name")
         return float(table.loc[name, column]) if name in table.index and table.loc[name, column] is not None \
             else float("nan")
 
-    family = controls["_family"]
-
     def corrected(group: str, name: str, test: str = "against FirstP") -> float:
-        row = family[(family["group"] == group) & (family["name"] == name) & (family["test"] == test)]
+        row = tests[(tests["group"] == group) & (tests["name"] == name) & (tests["test"] == test)]
         return float(row["p-value (Holm)"].iloc[0]) if len(row) else float("nan")
 
     def reads(name: str) -> bool:
@@ -265,8 +266,8 @@ def expected_random_rr(first_stage_run: pd.DataFrame, qids, qrels: pd.DataFrame)
     return float(sum(values) / len(values)) if values else float("nan")
 
 
-def print_report(tables: dict, random_rr: dict, controls: dict, findings: dict, dtype: str) -> None:
-    family = controls["_family"]
+def print_report(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFrame, findings: dict,
+                 dtype: str) -> None:
     for group, table in tables.items():
         print(f"\nTest queries, answer {group.upper()} ({'inside' if group == 'near' else 'beyond'} the first 512 "
               f"tokens), {int(table['RR'].notna().sum() and len(table))} systems; a random order of the candidates: "
@@ -274,12 +275,11 @@ def print_report(tables: dict, random_rr: dict, controls: dict, findings: dict, 
               "zero-shot start's RR:")
         print(table.to_string(index=False))
     print("\nEvery test the demo draws, Holm-corrected as one family (with the controls' tests below):")
-    print(family.round(4).to_string(index=False))
+    print(tests.round(4).to_string(index=False))
     for name, table in controls.items():
-        if name != "_family":
-            print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
-                  "(paired t-tests of the real query against each, Holm over the demo's tests)")
-            print(table.round(4).to_string(index=False))
+        print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
+              "(paired t-tests of the real query against each, Holm over the demo's tests)")
+        print(table.round(4).to_string(index=False))
     print(f"\nConclusions ({dtype}):")
     for finding, holds in findings.items():
         print(f"- {'yes' if holds else 'NO '}  {finding}")
@@ -294,7 +294,7 @@ def save_test_candidates(candidates: pd.DataFrame, test, groups: dict, output: P
     test.qrels[["qid", "docno", "label"]].to_csv(output / "test-qrels.tsv", sep="\t", index=False)
 
 
-def results_record(tables, random_rr, controls, findings, stages, dtype, quick, n_test, seconds, cpu_seconds,
+def results_record(tables, random_rr, controls, tests, findings, stages, dtype, quick, n_test, seconds, cpu_seconds,
                    seed) -> dict:
     def records(table: pd.DataFrame) -> list[dict]:
         # not DataFrame.to_json: it writes 10 decimal places, so a p-value of 5e-14 became 0.0
@@ -307,8 +307,7 @@ def results_record(tables, random_rr, controls, findings, stages, dtype, quick, 
         "stages": {name: {k: v for k, v in report.items() if isinstance(v, (int, float, str, bool))}
                    for name, report in stages.items()},
         "tables": {group: records(table) for group, table in tables.items()},
-        "tests": records(controls["_family"]),
-        "controls": {name: records(table) for name, table in controls.items() if name != "_family"},
+        "tests": records(tests), "controls": {name: records(table) for name, table in controls.items()},
     }
 
 
