@@ -7,9 +7,9 @@
 - ``costs`` (``plan``): what a row downloads, stores and roughly costs, before it starts;
 - ``sources``: the collections, BM25 candidates and FarRelevant collections a row reads;
 - ``run``: a row end to end, and its results file (published beside measured, per seed);
-- ``compare``: results files against the published values, with the seeds' spread.
+- ``comparison``: results files against the published values, with the seeds' spread.
 """
-from .compare import compare, load_results
+from .comparison import compare, load_results
 from .costs import gpu_hours, plan
 from .published import PublishedCell, published_cell, published_cells
 from .registry import PAPERS, ROWS, Cell, Column, FirstStage, Paper, Recipe, Row, find_rows, with_recipe
