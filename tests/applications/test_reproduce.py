@@ -120,6 +120,25 @@ def test_the_packaged_table_equals_the_papers_extraction():
             assert cell.value is None and cell.note
 
 
+def test_rows_follow_the_papers_setup():
+    def settings(paper, table, name):
+        return find_rows(paper, table, name)[0].model_settings
+
+    assert settings("boytsov2022", 4, "parade-transf-rand").items() >= {"layers": 3, "heads": 4, "stride": 100}.items()
+    assert settings("positional-bias", 1, "parade-transf-rand")["layers"] == 2
+    assert find_rows("positional-bias", 1, "parade-transf-rand")[0].recipe.epochs == 3
+    assert settings("boytsov2022", 4, "cedr-knrm").items() >= {"max_query_tokens": 32, "disjoint_split": "fill"}.items()
+    assert settings("boytsov2022", 4, "avgp")["disjoint_split"] == settings("boytsov2022", 4, "neural-model1")[
+        "disjoint_split"] == "fill"
+    assert all(r.recipe.warm_start in ("none", "zero-shot") and r.recipe.seeds for r in ROWS)
+    maxp = find_rows("boytsov2022", 4, "maxp")[0]
+    assert [c.first_stage.depth for c in maxp.columns][-2:] == [1000, 1000] and maxp.recipe.train_depth == 100
+    assert maxp.recipe.fold_epochs == 100
+    assert find_rows("boytsov2022", 4, "firstp-electra")[0].backbone == "cross-encoder/ms-marco-electra-base"
+    e5 = find_rows("positional-bias", 1, "e5-longp")[0]
+    assert e5.recipe.warm_start == "zero-shot" and all(c.training == "msmarco" for c in e5.columns)
+
+
 def test_unknown_papers_tables_and_rows_are_named():
     with pytest.raises(ValueError, match="papers: boytsov2022, positional-bias"):
         find_rows("boytsov2023")
