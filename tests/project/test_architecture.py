@@ -24,6 +24,9 @@ FLOORS = {
     "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
     # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on
     "data/documents": 1, "data/collection": 2,
+    # the shipped prose as a FarRelevant collection: built from a data module (the dictionary task) and
+    # diagnostics (the FarRelevant builder), so above both, with the demo
+    "data/prose": 11,
 }
 ENGINE = 9  # floors up to this one are the engine
 
