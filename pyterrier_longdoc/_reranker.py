@@ -49,14 +49,6 @@ class _ClassOnly:
 # what a model reads from its Runtime at every use; set them there (model.runtime.dtype = "bf16")
 
 
-def _register_models() -> None:
-    """The model classes register themselves when ``models`` loads; a caller that loaded only the
-    engine (PyTerrier's artifact entry point) gets them here."""
-    import importlib
-
-    importlib.import_module(f"{__package__}.models")
-
-
 class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator,
                       pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
@@ -132,7 +124,6 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
                  seed: int | None = None, attn_implementation: str | None = None,
                  max_batch_tokens: int | None = None, **settings):
         if self.name is None:
-            _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
         folder = saved_folder(str(model_name_or_path))
@@ -218,7 +209,6 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         its latest checkpoint.
         """
         if cls.name is None:
-            _register_models()
             cls = saved_model_class(str(model_name_or_path))
         return cls(model_name_or_path, **overrides)
 
