@@ -413,7 +413,6 @@ def _run(args) -> int:
         run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype, seed=args.seed)
         return 0
     if args.command == "models":
-        from . import models  # noqa: F401 - the model classes register themselves
         from ._registry import registered_models
         from .listwise import RankGPT
 
@@ -448,8 +447,7 @@ def _summary(cls) -> str:
 
 
 def _train(args) -> int:
-    from . import models  # noqa: F401 - the model classes register themselves
-    from ._reranker import model_class
+    from ._registry import model_class
 
     if bool(args.valid_topics) != bool(args.valid_qrels):
         raise CliError("--valid-topics and --valid-qrels go together")
@@ -500,15 +498,15 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 
 def _rerank(args) -> int:
-    from . import models  # noqa: F401 - the model classes register themselves
-    from ._reranker import LongDocReranker, model_class, registered_models
+    from ._registry import MODELS, model_class
+    from ._reranker import LongDocReranker
 
     if args.backbone:
         cls, source = model_class(args.model), args.backbone
         check_model_source(source, "--backbone")
     else:
         cls, source = LongDocReranker, args.model
-        if args.model in registered_models() and not Path(args.model).exists():
+        if args.model in MODELS and not Path(args.model).exists():
             raise CliError(f"--model {args.model}: no such directory; {args.model!r} is a model name, which "
                            f"starts from a trained cross-encoder: add --backbone DIR (a saved model is a directory)")
         check_model_source(source, "--model")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import models  # noqa: F401 - the model classes register themselves
 from .._registry import model_class
 from ..training import TrainingArguments, train_long_document_ranker
 from ..training.fit_loop import run_metric
