@@ -111,12 +111,13 @@ def test_the_readme_quickstarts_first_stage_runs_without_pisa(tmp_path, monkeypa
     from test_readme import README, quickstart
 
     code = quickstart(README)
-    first_stage = code[:code.index("\n", code.index("candidates = bm25"))]
+    first_stage = code[:code.index("\n", code.index("candidates = RandomFill(bm25"))]
     assert "pyterrier_pisa" not in code
     monkeypatch.setitem(sys.modules, "pyterrier_pisa", None)
     monkeypatch.chdir(tmp_path)
     namespace = {}
     exec(first_stage, namespace)
-    assert isinstance(namespace["bm25"], BM25) and namespace["bm25"].num_results == 10
+    assert isinstance(namespace["bm25"], BM25)
     candidates = namespace["candidates"](namespace["topics"])
-    assert candidates["text"].str.len().min() > 0 and candidates.groupby("qid").size().max() == 4
+    assert candidates["text"].str.len().min() > 0 and (candidates.groupby("qid").size() == 5).all()
+    assert set(candidates["qid"]) == set(namespace["topics"]["qid"])  # every query, BM25 found it or not
