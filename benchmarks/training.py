@@ -126,6 +126,8 @@ def write_results(folder: Path, report: str, rows: list, seconds: float, device:
     """``training-<date>.txt`` (as printed) and ``.json`` (the rows, machine, date, commit, time taken)."""
     stamp = time.strftime("%Y-%m-%d-%H%M", time.gmtime())
     suffix = ("" if device == "cpu" else "-gpu") + ("" if args.dtype == "fp32" else f"-{args.dtype}")
+    if args.rows != parse([]).rows:  # a run of some rows: they name its files
+        suffix += "-" + args.rows.replace(",", "-")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"training-{stamp}{suffix}.txt").write_text(report + "\n")
     keys = ("key", "measure", "measured", "target", "met")
@@ -464,9 +466,11 @@ def rss_row(folder: str, steps: int, quick: bool) -> list:
     except RuntimeError as error:
         return ["T4", "MaxP fit peak RSS: could not run", str(error)[-200:], "-", "-"]
     growth = out["peak_end_mb"] - out["peak_warm_mb"]
+    second_half = out["peak_end_mb"] - out["peak_half_mb"]
+    trace = ", ".join(f"{step}: {rss:.0f}" for step, rss in out["rss_by_step"].items())
     return ["T4", f"MaxP fit peak RSS growth from step {out['warm_step']} to step {steps} "
-                  f"({out['peak_warm_mb']:.0f} -> {out['peak_end_mb']:.0f} MB; current RSS "
-                  f"{out['rss_warm_mb']:.0f} -> {out['rss_end_mb']:.0f} MB)",
+                  f"({out['peak_warm_mb']:.0f} -> {out['peak_end_mb']:.0f} MB; over the second half "
+                  f"{second_half:.1f} MB; RSS MB by step: {trace})",
             f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5]
 
 
@@ -478,7 +482,7 @@ def checkpointing_rows(path: str, root: Path, args, device) -> tuple[list, str]:
         except RuntimeError as error:
             return [["T5", "gradient checkpointing: could not run", str(error)[-200:], "-", "-"]], ""
     off, on = runs[0], runs[1]
-    unit = "GPU MB (max_memory_allocated)" if device != "cpu" else "MB peak RSS above the start"
+    unit = "GPU MB (max_memory_allocated)" if device != "cpu" else "RSS MB (sampled) above the start"
     rows = [["T5", f"PARADE-Attn, 1431-token documents, one step of {off['queries']} queries: peak {unit} with / "
                    f"without gradient_checkpointing ({on['peak_mb']:.0f} / {off['peak_mb']:.0f})",
              f"{on['peak_mb'] / off['peak_mb']:.2f}", "< 1", on["peak_mb"] < off["peak_mb"]],
@@ -508,6 +512,27 @@ def rss_now_mb() -> float:
         return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
+def sampled_peak(run) -> tuple[object, float]:
+    """``run()``'s result and the largest RSS (MB) seen while it ran, sampled every 2 ms."""
+    import threading
+
+    peak, stop = [rss_now_mb()], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_now_mb())
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run()
+    finally:
+        stop.set()
+        sampler.join()
+    return result, peak[0]
+
+
 def peak_rss_mb() -> float:
     import resource
 
@@ -530,7 +555,7 @@ def rss_child(args) -> dict:
     seen = {}
 
     def record(row):
-        if row["step"] in (warm, steps):
+        if row["step"] in (warm, steps // 2, steps) or row["step"] % max(1, steps // 10) == 0:
             seen[row["step"]] = (peak_rss_mb(), rss_now_mb())
 
     with warnings.catch_warnings():
@@ -539,12 +564,14 @@ def rss_child(args) -> dict:
         model.fit(*frames, epochs=1, queries_per_step=1, queries_per_forward=1, negatives=1, top_k=2, lr=LR,
                   head_lr=LR, warmup=0.0, seed=0, callback=record)
     return {"warm_step": warm, "peak_warm_mb": seen[warm][0], "rss_warm_mb": seen[warm][1],
-            "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1]}
+            "peak_half_mb": seen[steps // 2][0], "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1],
+            "rss_by_step": {step: round(rss, 1) for step, (_, rss) in sorted(seen.items())}}
 
 
 def memory_child(args, torch) -> dict:
-    """One optimiser step (after a warm-up step) of PARADE-Attn over 1431-token documents, one
-    query a step on the CPU (8 on a GPU); on a GPU also the largest queries_per_forward that fits."""
+    """One optimiser step of PARADE-Attn over 1431-token documents, one query a step on the CPU (the
+    first step of the process), 8 on a GPU (after a warm-up step); on a GPU also the largest
+    queries_per_forward that fits."""
     import warnings
 
     from transformers import AutoTokenizer
@@ -571,16 +598,17 @@ def memory_child(args, torch) -> dict:
             C.synchronize()
             return time.perf_counter() - start
 
-        one_step(queries)  # warm-up: kernels, allocator
-        if gpu:
+        if gpu:  # a warm-up step (kernels, allocator), then the peak above what the model holds between steps
+            one_step(queries)
             torch.cuda.reset_peak_memory_stats(args.device)
             base = torch.cuda.memory_allocated(args.device)
-        else:
+            windows[0] = 0
+            seconds = one_step(queries, queries)
+            peak = (torch.cuda.max_memory_allocated(args.device) - base) / 2 ** 20
+        else:  # the first step, sampled: after a warm-up, malloc would serve it from memory it kept
             base = rss_now_mb()
-        windows[0] = 0
-        seconds = one_step(queries, queries)
-        # above what the model holds between steps: activations, gradients and the optimiser's state
-        peak = (torch.cuda.max_memory_allocated(args.device) / 2 ** 20 - base / 2 ** 20) if gpu else peak_rss_mb() - base
+            seconds, top = sampled_peak(lambda: one_step(queries))
+            peak = top - base
         out = {"queries": queries, "windows": windows[0], "seconds": seconds, "peak_mb": peak}
         if gpu:
             out["largest"] = largest_queries_per_forward(one_step, torch, len(frames[0]))
