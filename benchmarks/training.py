@@ -622,7 +622,9 @@ def largest_queries_per_forward(one_step, torch, available: int, budget_s: float
     while q <= available:
         try:
             one_step(q)
-        except torch.OutOfMemoryError:
+        except (torch.OutOfMemoryError, RuntimeError) as error:  # the engine's back-off ends in a RuntimeError
+            if not isinstance(error, torch.OutOfMemoryError) and "out of memory" not in str(error):
+                raise
             torch.cuda.empty_cache()
             return str(largest)
         largest, q = q, q * 2
