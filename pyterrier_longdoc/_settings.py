@@ -48,7 +48,7 @@ class ModelSettings:
                                             "last token (decoder-only LMs)")
     gradient_checkpointing: bool = setting(False, "recompute the encoder's activations in the backward pass "
                                                   "instead of keeping them (training only): less memory for long "
-                                                  "documents, for about a third more time a step")
+                                                  "documents, for one more forward pass of the encoder a step")
 
     def __post_init__(self):
         flag(self, "gradient_checkpointing")
