@@ -217,6 +217,20 @@ def attention_dropout_sites(model: nn.Module) -> list[tuple[object, str, float]]
     return sites
 
 
+def enable_gradient_checkpointing(encoder: nn.Module) -> None:
+    """Recompute ``encoder``'s activations in the backward pass instead of keeping them (transformers'
+    checkpointing; active in training mode only). Non-reentrant, so gradients reach LoRA adapters
+    and the layers' parameters even where the encoder's inputs need none."""
+    enable = getattr(encoder, "activation_checkpointing_enable", None)  # transformers >= 5.x
+    if enable is not None:
+        enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    elif getattr(encoder, "supports_gradient_checkpointing", False):
+        encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        raise ValueError(f"gradient_checkpointing=True: {type(encoder).__name__} does not support transformers' "
+                         "gradient checkpointing; leave it False for this encoder")
+
+
 @contextlib.contextmanager
 def training_attention_dropout(model: nn.Module, p: float | None):
     """Within the block, the dropout on ``model``'s attention probabilities is ``p`` (None: the

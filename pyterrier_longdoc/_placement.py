@@ -52,6 +52,10 @@ class RuntimeOptions:
     int8 = property(lambda self: self.runtime.int8, doc="whether inference quantizes the encoder to int8")
     autocast_dtype = property(lambda self: self.runtime.autocast_dtype(), doc="the autocast dtype (None: fp32)")
 
+    # half-precision weights keep the embeddings and LayerNorms in fp32 (``hold_parameters``); the LLM
+    # models turn it off: one large embedding table, nothing summed, RMSNorm computing in fp32 itself
+    fp32_embeddings = True
+
     def place_weights(self) -> None:
         """The engine on the runtime's first device, its weights in the runtime's dtype: called before
         every use, so a change of ``runtime.device`` or ``runtime.dtype`` takes effect at the next call."""
@@ -59,7 +63,7 @@ class RuntimeOptions:
         placed = (device, self.runtime.weights_dtype(device))
         if self._placed != placed:
             self.model.to(device)
-            hold_parameters(self.model, placed[1])
+            hold_parameters(self.model, placed[1], fp32_embeddings=self.fp32_embeddings)
             self._replicas.clear()
             self._placed = placed
 

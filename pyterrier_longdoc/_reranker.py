@@ -16,7 +16,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from ._backbone import resolve_checkpoint, set_attention
+from ._backbone import enable_gradient_checkpointing, resolve_checkpoint, set_attention
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from ._config import ModelConfig
 from ._frames import column_texts, failed_setting_run, input_frame, row_label
@@ -106,7 +106,8 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     Settings: ClassVar[type[ModelSettings]] = ModelSettings  # user-settable, checked, saved in config.json
     defaults: ClassVar[dict[str, Any]] = ModelSettings.defaults()  # Settings' defaults, as a dict
-    backbone_settings: ClassVar[tuple[str, ...]] = ()  # settings of _prepare_backbone, not of the aggregator
+    # settings of _prepare_backbone, not of the aggregator
+    backbone_settings: ClassVar[tuple[str, ...]] = ("gradient_checkpointing",)
     engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
 
     def __init_subclass__(cls, **kwargs):
@@ -192,6 +193,8 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
         """Called once the model is assembled, before saved weights are loaded: changes to the
         encoder that its ``backbone_settings`` ask for (e.g. LoRA adapters); may complete them."""
+        if settings.get("gradient_checkpointing"):
+            enable_gradient_checkpointing(model.encoder)
 
     @classmethod
     def source_settings(cls, source: str, settings: dict) -> dict:

@@ -167,15 +167,30 @@ class Runtime:
 
 
 OPTIONS = tuple(f.name for f in dataclasses.fields(Runtime))  # every runtime option, by name
+HALF_PRECISION = (torch.bfloat16, torch.float16)
+FP32_IN_HALF_PRECISION = (torch.nn.Embedding, torch.nn.LayerNorm)  # what fp32_embeddings keeps in fp32
 
 
-def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_only: bool = False) -> None:
+def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_only: bool = False,
+                    fp32_embeddings: bool = False) -> None:
     """``model``'s floating-point parameters (with ``trainable_only``, those that require grad) in
-    ``dtype``. Buffers keep theirs: a rotary embedding's frequencies lose positions in bf16."""
+    ``dtype``. Buffers keep theirs: a rotary embedding's frequencies lose positions in bf16.
+
+    ``fp32_embeddings``: with a half-precision ``dtype``, the ``nn.Embedding`` tables and the
+    ``nn.LayerNorm`` layers stay in fp32. A BERT-style encoder sums its word, position and type
+    vectors before the first LayerNorm: in bf16 that sum keeps 8 bits of mantissa, and the
+    rounding it adds to every token reaches the score (on a tiny random BERT 10 times the
+    difference autocast over fp32 weights gives). In fp32 the residual stream stays fp32 between
+    the layers' half-precision matrix products; the tables are a few percent of the weights."""
+    kept = set()
+    if fp32_embeddings and dtype in HALF_PRECISION:
+        kept = {id(p) for module in model.modules() if isinstance(module, FP32_IN_HALF_PRECISION)
+                for p in module.parameters(recurse=False)}
     for parameter in model.parameters():
         wanted = parameter.requires_grad or not trainable_only
-        if wanted and parameter.is_floating_point() and parameter.dtype != dtype:
-            parameter.data = parameter.data.to(dtype)
+        target = torch.float32 if id(parameter) in kept else dtype
+        if wanted and parameter.is_floating_point() and parameter.dtype != target:
+            parameter.data = parameter.data.to(target)
 
 
 def _check_present(device: torch.device) -> None:

@@ -46,8 +46,12 @@ class ModelSettings:
     doc_prefix: str = setting("", "text before every chunk (its tokens count as special tokens)")
     append_eos: bool | None = setting(None, "the tokenizer's EOS after the chunk; None: where the head reads the "
                                             "last token (decoder-only LMs)")
+    gradient_checkpointing: bool = setting(False, "recompute the encoder's activations in the backward pass "
+                                                  "instead of keeping them (training only): less memory for long "
+                                                  "documents, for one more forward pass of the encoder a step")
 
     def __post_init__(self):
+        flag(self, "gradient_checkpointing")
         # None for max_length and max_query_tokens is resolved against the encoder; every other
         # value, and the combinations that need no encoder, are checked here, before it loads
         chunking = {f.name: getattr(self, f.name) for f in dataclasses.fields(Chunking)}

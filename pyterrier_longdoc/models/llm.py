@@ -95,6 +95,7 @@ class LLMCrossEncoder:
     """
 
     backbone_settings = ("lora", "gradient_checkpointing")
+    fp32_embeddings = False  # one embedding table (of 100k+ rows), nothing summed in it: bf16 loses nothing there
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -110,13 +111,7 @@ class LLMCrossEncoder:
             raise ValueError(f"{cls.__name__} needs a decoder-only LM (Llama, Qwen2, Mistral, Gemma, ...) whose "
                              f"sequence-classification head reads the last token; {type(model.encoder).__name__} is "
                              f"not one: use {encoder_class.__name__} for an encoder")
-        if settings.get("gradient_checkpointing"):
-            # non-reentrant: gradients reach the adapters even though the LM's inputs need none
-            enable = getattr(model.encoder, "activation_checkpointing_enable", None)  # transformers >= 5.x
-            if enable is not None:
-                enable(activation_checkpointing_kwargs={"use_reentrant": False})
-            else:
-                model.encoder.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        super()._prepare_backbone(model, settings)  # gradient checkpointing (non-reentrant: reaches the adapters)
         settings["lora"] = lora_settings(settings.get("lora"))
         if settings["lora"] is not None:
             add_lora(model.encoder, settings["lora"])

