@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pyterrier_longdoc.demo import expected_random_rr
+from pyterrier_longdoc import demo
 from pyterrier_longdoc.evaluation import mean_interval as interval
 from pyterrier_longdoc.evaluation import per_query_values, queries_needed
+
+
+def expected_random_rr(first_stage_run: pd.DataFrame, collection) -> float:
+    """The mean RR of a random order of each query's candidates in ``first_stage_run``, over the
+    topics of ``collection`` (a collection or a subset of it: ``split``, ``near``, ``far``), computed
+    exactly: ``H(n)/n`` with one relevant document among n (0 where the first stage missed it)."""
+    return demo.expected_random_rr(first_stage_run, collection.topics["qid"], collection.qrels)
 
 
 def per_query(runs: dict[str, pd.DataFrame], collection, measure) -> pd.DataFrame:

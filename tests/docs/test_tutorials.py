@@ -20,7 +20,7 @@ nbformat = pytest.importorskip("nbformat")
 
 pytestmark = pytest.mark.notebook  # -m "not notebook": the library's tests without these
 
-from helpers import notebook_runner  # noqa: E402 - after the skip without nbformat
+from helpers import notebook_outputs, notebook_runner  # noqa: E402 - after the skip without nbformat
 from helpers.notebook_runner import TUTORIALS, solution_cells  # noqa: E402
 
 README = (TUTORIALS.parent / "README.md").read_text()
@@ -64,7 +64,18 @@ def test_notebook_and_solutions_run(name):
     missing = notebook_runner.missing_data(name)
     if missing:
         pytest.skip(missing)
-    assert ran_to_the_end(code_cells(notebook_runner.result(name)))
+    fresh = code_cells(notebook_runner.result(name))
+    assert ran_to_the_end(fresh)
+    assert_saved_outputs_match(name, fresh)
+
+
+def assert_saved_outputs_match(name, fresh_cells):
+    """The saved outputs are what the notebook prints now: the fresh run's text equals them, cell
+    for cell, up to timings, temporary folders, progress bars and float noise
+    (``helpers/notebook_outputs``: 0.005 plus 1%)."""
+    found = notebook_outputs.differences(code_cells(read(name)), fresh_cells)
+    assert not found, (f"{name}: the saved outputs differ from this run's (refresh them: README's "
+                       f"PYTERRIER_LONGDOC_SAVE_TUTORIALS=1):\n" + "\n".join(found[:5]))
 
 
 READS_ASSERTED = {"01_quickstart": 3, "03_training": 2}  # (model, group) pairs whose verdict each asserts
@@ -91,6 +102,33 @@ def test_no_system_the_notebook_compares_is_at_the_ceiling(name):
     text = "\n".join(output_text(cell) for cell in code_cells(read(name)))
     [highest] = re.findall(r"highest RR of a compared system in a query group: ([0-9.]+)", text)
     assert float(highest) < 0.95
+
+
+def cell_with(source, *outputs):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = [nbformat.v4.new_output("stream", name=name, text=text) for name, text in outputs]
+    return cell
+
+
+def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_float_noise():
+    saved = [cell_with("print(table)", ("stdout", "MaxP RR 0.652 p 0.0031 (50 queries)\n")),
+             cell_with("run()", ("stderr", "UntrainedHeadWarning: .../longdoc-training-cf_mwzbu/minilm: new\n"
+                                           "passaging:  81%|████  | 323/400 [00:00<00:00, 3226.93it/s]\n")),
+             cell_with("print(time.perf_counter() - began)", ("stdout", "BM25 0 s, MaxP 277 s\n"))]
+    fresh = [cell_with("print(table)", ("stdout", "MaxP RR 0.654 p 0.0030 (50 queries)\n")),
+             cell_with("run()", ("stderr", "UntrainedHeadWarning: .../longdoc-training-x81k_q0a/minilm: new\n")),
+             cell_with("print(time.perf_counter() - began)", ("stdout", "BM25 1 s, MaxP 301 s\n"))]
+    assert notebook_outputs.differences(saved, fresh) == []
+    moved = [cell_with("print(table)", ("stdout", "MaxP RR 0.672 p 0.0030 (50 queries)\n")), *fresh[1:]]
+    assert "numbers beyond the tolerance" in notebook_outputs.differences(saved, moved)[0]
+    counted = [cell_with("print(table)", ("stdout", "MaxP RR 0.652 p 0.0031 (49 queries)\n")), *fresh[1:]]
+    assert "(50.0, 49.0)" in notebook_outputs.differences(saved, counted)[0]
+    reworded = [cell_with("print(table)", ("stdout", "MaxP rr 0.652 p 0.0031 (50 queries)\n")), *fresh[1:]]
+    assert "the text differs" in notebook_outputs.differences(saved, reworded)[0]
+    warned = [fresh[0], cell_with("run()", ("stderr", "UserWarning: .../longdoc-training-x81k_q0a/minilm: new\n")),
+              fresh[2]]
+    assert "code cell 2 ('run()'), stderr: the text differs" in notebook_outputs.differences(saved, warned)[0]
+    assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
 def test_a_notebook_whose_debian_data_is_missing_is_not_started_and_names_the_package(tmp_path, monkeypatch):
@@ -372,6 +410,7 @@ def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
     DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
     cells = code_cells(notebook_runner.run_with_solutions(LAB, timeout=600))
     assert ran_to_the_end(cells)
+    assert_saved_outputs_match(LAB, cells)
     assert "STAND-INS" in output_text(cells[0])
     assert_lab_tables(cells)
 
