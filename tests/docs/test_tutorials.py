@@ -78,7 +78,7 @@ def assert_saved_outputs_match(name, fresh_cells):
                        f"PYTERRIER_LONGDOC_SAVE_TUTORIALS=1):\n" + "\n".join(found[:5]))
 
 
-READS_ASSERTED = {"01_quickstart": 3, "03_training": 2}  # (model, group) pairs whose verdict each asserts
+READS_ASSERTED = {"01_quickstart": 3, "03_training": 8}  # (model, group) pairs whose verdict each asserts (every seed)
 
 
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
@@ -129,6 +129,29 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
               fresh[2]]
     assert "code cell 2 ('run()'), stderr: the text differs" in notebook_outputs.differences(saved, warned)[0]
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
+
+
+ONE_FAMILY = ["01_quickstart", "03_training", "05_comparing_models"]
+
+
+@pytest.mark.parametrize("name", ONE_FAMILY)
+def test_notebook_corrects_every_test_it_draws_as_one_family(name):
+    """Every test the notebook draws (its experiment's, its own paired tests, its query controls')
+    is corrected by Holm as one family (``_stats.one_family``), and the controls' verdicts read the
+    family's corrected p-values; the saved run says how many tests the family holds."""
+    sources = "\n".join(cell.source for cell in code_cells(read(name)))
+    assert "_stats.one_family(" in sources and 'correction="holm"' not in sources
+    assert re.search(r"one family: \d+ tests \(\d+ of them the query controls'\)", all_output_text(name))
+
+
+# an install line for PyPI, where the package is not (installing from the repository is fine)
+PYPI_INSTALL = re.compile(r'pip install (?:-q )?"?pyterrier-longdoc(?:\[[\w,]+\])?"?(?=[\s`]|$)(?! @)')
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_no_install_line_names_pypi(name):
+    text = "\n".join(cell.source for cell in read(name).cells) + (TUTORIALS / "README.md").read_text()
+    assert not PYPI_INSTALL.search(text), PYPI_INSTALL.search(text).group(0)
 
 
 def test_a_notebook_whose_debian_data_is_missing_is_not_started_and_names_the_package(tmp_path, monkeypatch):
