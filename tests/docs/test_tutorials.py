@@ -78,7 +78,8 @@ def assert_saved_outputs_match(name, fresh_cells):
                        f"PYTERRIER_LONGDOC_SAVE_TUTORIALS=1):\n" + "\n".join(found[:5]))
 
 
-READS_ASSERTED = {"01_quickstart": 3, "03_training": 8}  # (model, group) pairs whose verdict each asserts (every seed)
+# (model, group) pairs whose verdict each asserts (every seed)
+READS_ASSERTED = {"01_quickstart": 3, "03_training": 8, "08_parade_lab": 5}
 
 
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
@@ -131,7 +132,7 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
-ONE_FAMILY = ["01_quickstart", "03_training", "05_comparing_models"]
+ONE_FAMILY = ["01_quickstart", "03_training", "05_comparing_models", "08_parade_lab"]
 
 
 @pytest.mark.parametrize("name", ONE_FAMILY)
@@ -468,7 +469,8 @@ def test_notebook_prints_and_asserts_its_query_controls(name):
     constant query, a random order) and asserts the verdict, so a run where they do not hold fails."""
     sources = "\n".join(cell.source for cell in code_cells(read(name)))
     assert "query_controls(" in sources and "reads_the_query(" in sources
-    assert re.search(r"assert all\(\w*verdicts\.values\(\)\)|assert reads_the_query\(", sources)
+    # the verdict asserted, whichever way it goes (notebook 5: MaxP's reading of near queries is not shown)
+    assert re.search(r"assert all\(\w*verdicts\.values\(\)\)|assert (not )?reads_the_query\(|assert (not )?verdict", sources)
     shown = all_output_text(name)
     assert all(ranking in shown for ranking in ("real query", "another query's text", "constant query", "random order"))
 
