@@ -1,4 +1,4 @@
-"""The tutorials: notebooks 1-5 and 7 run top to bottom (then their exercises' solutions, in the same
+"""The tutorials: notebooks 1-5, 7 and 8 run top to bottom (then their exercises' solutions, in the same
 kernel), each exactly once, two at a time in the background while the library's tests run
 (``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3, 5
 and 7 re-rank with bi-encoders, print their query controls and assert that the models read the query;

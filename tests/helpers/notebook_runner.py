@@ -1,7 +1,7 @@
 """Executes the tutorials' notebooks for the tests: each with its exercises' solutions appended, in
 the tutorials folder (as a user runs it: it imports the helper modules from there).
 
-``start`` runs notebooks 1-5 and 7 in the background, two kernels at a time (one torch thread each),
+``start`` runs notebooks 1-5, 7 and 8 in the background, two kernels at a time (one torch thread each),
 longest first, while pytest runs the library's tests: the suite then takes about the time of its
 CPU work spread over 2 cores instead of one notebook after another. ``result`` waits
 for one notebook and returns its executed code cells; a failing cell fails there, with nbclient's
