@@ -320,6 +320,30 @@ def test_queries_needed_and_intervals():
     assert (mean, low) == stats.interval(near_ceiling)[:2] and high == 1.0
 
 
+def test_one_family_corrects_the_tests_and_the_controls_together():
+    """``_stats.one_family``: Holm over the notebook's tests and every control's p-value at once; the
+    controls' ``p-value corrected`` becomes the family's, so a verdict that held within its own table
+    (two tests) can fall once the family is larger."""
+    import pandas as pd
+
+    from pyterrier_longdoc.evaluation import reads_the_query
+
+    stats = tutorial_module("_stats")
+    controls = pd.DataFrame({"group": "near", "ranking": ["real query", "another query's text", "constant query",
+                                                          "random order"],
+                             "queries": 50, "RR": [0.6, 0.47, 0.44, 0.46], "difference": [0.0, -0.13, -0.16, -0.14],
+                             "p-value": [float("nan"), 0.01, 0.004, 0.006],
+                             "p-value corrected": [float("nan"), 0.02, 0.012, float("nan")]})
+    assert reads_the_query(controls)  # within its own table
+    tests = pd.DataFrame({"group": "far", "test": [f"t{i}" for i in range(10)], "p-value": [1e-6] * 9 + [0.5]})
+    family, corrected = stats.one_family(tests, {"MaxP": controls})
+    # 13 tests (the random order's is one of the controls'): the smallest times 13, then 4, 3, 2 and 1
+    assert list(family["p-value (Holm)"].round(6)) == [1.3e-5] * 9 + [0.5]
+    assert list(corrected["MaxP"]["p-value corrected"].round(6)[1:]) == [0.02, 0.016, 0.018]
+    assert not reads_the_query(corrected["MaxP"].assign(**{"p-value corrected": [float("nan"), 0.06, 0.012, 0.04]}))
+    assert controls["p-value corrected"].iloc[1] == 0.02  # the caller's table is left as it was
+
+
 # a folder of some machine: what saved outputs must not show (they are read on every machine)
 LOCAL_FOLDER = re.compile(r"(?<![\w.])/(?:tmp|work|root|home|Users|private|var/folders)/")
 
