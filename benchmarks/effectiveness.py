@@ -37,22 +37,23 @@ its zero-shot MaxP and PARADE-Attn start at validation RR@10 0.975 (19 of 20 ans
 A faster recipe (no attention dropout in either stage, the passage head at ten times the
 encoder's rate, validation every 20 steps), chosen on GCIDE by passage studies over four seeds and
 a three-seed trial, was run on FOLDOC and not adopted: it left every model there at a random
-order's RR (``effectiveness-foldoc-faster-recipe-rejected``, two seeds merged). The passage
+order's RR (``archive/effectiveness-foldoc-faster-recipe-rejected``, two seeds merged). The passage
 stage's windows (75 words in 128 tokens, where it read 150 words in 256 tokens) and its 100 steps
 were chosen on FOLDOC's training queries alone (``--tune-collection foldoc --passage-study``, no
-test query; ``effectiveness-passage-foldoc*``), where the earlier stage stayed near a random
-order; 200 steps scored a little higher there at twice the CPU time, and 80 steps as well as 100
+test query; ``effectiveness-passage-foldoc-trial-passage_steps_100``, the others in ``archive/``), where
+the earlier stage stayed near a random order; 200 steps scored a little higher there at twice the CPU
+time, and 80 steps as well as 100
 over three seeds (zero-shot MaxP 0.908 against 0.905, FirstP 0.576 against 0.607) at a fifth less
 (4.0-4.3 CPU minutes against 5.0-5.1), but not adopted: with 80 steps the demo's MaxP started and
-ended below a random order (``demo-80-step-passage-stage-rejected.json``). The document stage trains
+ended below a random order (``archive/demo-80-step-passage-stage-rejected.json``). The document stage trains
 without attention dropout, chosen for its cost on FOLDOC's validation queries (every model's best
 the same or higher, each fit 20-40% cheaper), and validates after each epoch only (transformers'
 ``eval_strategy="epoch"``), no longer every 10 steps as well: three evaluations instead of five
 made each fit 17-25% cheaper, where the recipe had sat at its 15-minute budget. That choice was made for its cost, on no
 collection's queries; it changes only which of the evaluated models is kept (the
-``-validation-every-10-steps`` files are the runs before it). The ``-previous-recipe`` files are the runs of the
-recipe before the windows changed, the ``-200-step-passage-stage`` files those with 200 passage
-steps and the encoder's attention dropout in the document stage.
+``archive/*-validation-every-10-steps`` files are the runs before it). The ``archive/*-previous-recipe`` files are
+the runs of the recipe before the windows changed, the ``archive/*-200-step-passage-stage`` files those with 200
+passage steps and the encoder's attention dropout in the document stage.
 
 The recipe shares one passage stage (seed 0) between models and seeds, so the seeds' intervals do
 not hold its variation: ``--passage-study`` trains it over several seeds on the tuning collection

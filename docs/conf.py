@@ -46,15 +46,17 @@ def _copy_tutorials(app):
 
 def _results_pages(app):
     """The benchmarks' own output files, included as they are (results/_*.md, written at each build):
-    every committed run of benchmarks/run.py, newest first, and effectiveness.json's tables."""
+    every committed run of benchmarks/run.py, newest first (the current ones, then those in archive/),
+    and the effectiveness tables (benchmarks/results/README.md says which file is current for what)."""
     results = ROOT / "benchmarks" / "results"
-    runs = sorted(results.glob("run-*.txt"), reverse=True)
+    archive = results / "archive"
     lines = []
-    for run in runs:
-        lines += [f"## {run.name}", "", f"```{{literalinclude}} ../../benchmarks/results/{run.name}", ":language: text",
+    for run in sorted(results.glob("run-*.txt"), reverse=True) + sorted(archive.glob("run-*.txt"), reverse=True):
+        where = run.relative_to(results).as_posix()
+        lines += [f"## {run.name}", "", f"```{{literalinclude}} ../../benchmarks/results/{where}", ":language: text",
                   "```", ""]
     others = sorted(p for p in results.iterdir() if p.suffix in (".md", ".txt") and not
-                    p.name.startswith(("run-", "effectiveness", "readme-commands")))
+                    p.name.startswith(("run-", "effectiveness", "readme-commands", "README")))
     if others:
         lines += ["# Other benchmarks", ""]
     for other in others:  # each benchmark's own report (bi-encoders zero-shot, LongDoc's memory, ...)
@@ -67,7 +69,14 @@ def _results_pages(app):
     for report in sorted(results.glob("effectiveness-*.md")):  # one per collection, as the benchmark wrote it
         lines += [f"## {report.stem.removeprefix('effectiveness-')}", "",
                   f"```{{include}} ../../benchmarks/results/{report.name}", "```", ""]
-    legacy = results / "effectiveness.json"  # the run before the per-collection files, rendered by the benchmark
+    superseded = sorted(archive.glob("effectiveness-*.md"))
+    if superseded:
+        lines += ["## Superseded runs (archive/)", "", "Earlier recipes and rejected trials, kept for what they showed.",
+                  ""]
+    for report in superseded:
+        lines += [f"### {report.stem.removeprefix('effectiveness-')}", "",
+                  f"```{{include}} ../../benchmarks/results/archive/{report.name}", "```", ""]
+    legacy = archive / "effectiveness.json"  # the run before the per-collection files, rendered by the benchmark
     if legacy.exists():
         sys.path.insert(0, str(ROOT / "benchmarks"))
         import json
@@ -75,10 +84,10 @@ def _results_pages(app):
         import effectiveness
 
         result = json.loads(legacy.read_text())
-        lines += ["## An earlier run (effectiveness.json)", "",
+        lines += ["### The first run (archive/effectiveness.json)", "",
                   f"Machine: {result['machine']}; seeds {result['seeds']}; precision {result['dtype']}.", ""]
         for name, collection in result["collections"].items():
-            lines += [f"### {name}", "", collection["description"], "", effectiveness.markdown(collection), ""]
+            lines += [f"#### {name}", "", collection["description"], "", effectiveness.markdown(collection), ""]
             if collection.get("targets"):
                 lines += [effectiveness.targets_markdown(collection), ""]
     (DOCS / "results" / "_effectiveness.md").write_text("\n".join(lines))

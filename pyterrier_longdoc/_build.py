@@ -65,7 +65,8 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
             if saved is None:  # a new model: settings its folder gives (a bi-encoder's pooling, ...)
                 settings = cls.source_settings(str(path or source), settings)
             merged = {**cls.defaults, **_saved_settings(cls, saved), **settings}
-        merged = cls.check_settings(merged).to_dict()  # before loading anything: a wrong name or value fails fast
+        # before loading anything: a wrong name or value fails fast, naming the settings given
+        merged = cls.check_settings(merged, given=settings).to_dict()
         start = _start(cls, source, path, saved, trust_remote_code)
         config, model = _assemble(cls, start, merged)
         if saved is not None:

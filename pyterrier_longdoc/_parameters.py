@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from ._registry import CHUNKING_SETTINGS
+from ._runtime import OPTIONS as RUNTIME_OPTIONS
 from ._settings import ModelSettings
-
-RUNTIME_OPTIONS = ("batch_size", "text_field", "verbose", "warn_cropping")
 
 
 class Parameters:
@@ -28,7 +27,7 @@ class Parameters:
 
     def get_parameter(self, name: str):
         """A chunking setting (``window``, ``stride``, ``max_doc_tokens``, ...) or a runtime
-        option (``batch_size``, ``text_field``, ``verbose``, ``warn_cropping``)."""
+        option (``batch_size``, ``dtype``, ``device``, ... every field of ``Runtime``), as it was set."""
         if name in CHUNKING_SETTINGS:
             return self._unsettled().get(name, getattr(self.typed_settings, name))
         if name in RUNTIME_OPTIONS:
@@ -46,7 +45,7 @@ class Parameters:
         valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit`` and
         ``save_pretrained`` raise the error."""
         if name in RUNTIME_OPTIONS:
-            setattr(self.runtime, name, value)  # checked by the runtime, as the constructor checks it
+            setattr(self, name, value)  # as model.<name> = value: checked by the runtime, as the constructor checks it
             return
         if name not in CHUNKING_SETTINGS:
             self.get_parameter(name)  # the error naming the parameters

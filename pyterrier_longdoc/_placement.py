@@ -1,15 +1,21 @@
 """The reranker's runtime options, read live: device, precision and engine options come from
-``model.runtime`` at every use, never copied, and the weights follow them at the next call."""
-from __future__ import annotations
+``model.runtime`` at every use, never copied, and the weights follow them.
 
-import dataclasses
+One rule for every option: ``model.<option> = value`` and ``model.runtime.<option> = value`` are the
+same assignment (the runtime checks the value when it is set, and an error names the option), so
+``model.dtype = "bf16"`` works as ``model.batch_size = 4`` does; ``set_parameter`` takes them too."""
+from __future__ import annotations
 
 import torch
 
 from ._backbone import set_attention
-from ._runtime import Runtime, hold_parameters
+from ._runtime import hold_parameters
 
-_RUNTIME_FIELDS = frozenset(f.name for f in dataclasses.fields(Runtime))
+
+def _option(name: str, doc: str) -> property:
+    """A runtime option as an attribute of the model: read from and set on ``model.runtime``."""
+    return property(lambda self: getattr(self.runtime, name),
+                    lambda self, value: setattr(self.runtime, name, value), doc=doc)
 
 
 class RuntimeOptions:
@@ -19,23 +25,30 @@ class RuntimeOptions:
     def place(self, device: str | torch.device | list) -> None:
         """Moves the model to ``device``, or shares inference batches among a list of devices (as
         the ``device`` argument of the constructor, and of ``predict``)."""
-        Runtime(device=device).available_devices()  # checked before anything changes
-        self.runtime.device = device
-        self.place_weights()
+        self._placed_with(device=device)
 
-    def __setattr__(self, name: str, value) -> None:
-        # a runtime option without its property here (dtype, device, ...) would be an attribute nothing reads
-        own = getattr(type(self), name, None)
-        if name in _RUNTIME_FIELDS and not (isinstance(own, property) and own.fset is not None):
-            raise AttributeError(f"{type(self).__name__} reads {name!r} from its runtime at every use: set "
-                                 f"model.runtime.{name} = {value!r}")
-        super().__setattr__(name, value)
+    def _placed_with(self, **options) -> None:
+        """Sets runtime ``options`` (each checked by the runtime) and places the weights at once; a
+        combination that cannot run (``dtype="int8"`` on a GPU) is an error and changes nothing."""
+        previous = {name: getattr(self.runtime, name) for name in options}
+        for name, value in options.items():
+            setattr(self.runtime, name, value)
+        try:
+            self.place_weights()
+        except ValueError:
+            for name, value in previous.items():
+                setattr(self.runtime, name, value)
+            raise
 
-    # read from the runtime at every use, never copied: model.runtime.dtype = "bf16" changes the next call
+    # read from the runtime at every use, never copied
     devices = property(lambda self: self.runtime.available_devices(),
                        doc="the devices the model runs on (runtime.device)")
-    device = property(lambda self: self.runtime.available_devices()[0],
-                      doc="the first device: training's and the weights'")
+    device = property(lambda self: self.runtime.available_devices()[0], lambda self, value: self.place(value),
+                      doc="the first device: training's and the weights'. Set it (a device, or a list that shares "
+                          "inference batches) to move the model there: a device this machine lacks is an error at once")
+    dtype = property(lambda self: self.runtime.dtype, lambda self, value: self._placed_with(dtype=value),
+                     doc="the precision: None, 'auto', 'bf16', 'fp16', 'fp32', 'int8' or a torch.dtype (see Runtime); "
+                         "set it to change the next call's")
     int8 = property(lambda self: self.runtime.int8, doc="whether inference quantizes the encoder to int8")
     autocast_dtype = property(lambda self: self.runtime.autocast_dtype(), doc="the autocast dtype (None: fp32)")
 
@@ -50,14 +63,14 @@ class RuntimeOptions:
             self._replicas.clear()
             self._placed = placed
 
-    # the runtime options, also as attributes of the model
-    batch_size = property(lambda self: self.runtime.batch_size, lambda self, v: setattr(self.runtime, "batch_size", v))
-    text_field = property(lambda self: self.runtime.text_field, lambda self, v: setattr(self.runtime, "text_field", v))
-    verbose = property(lambda self: self.runtime.verbose, lambda self, v: setattr(self.runtime, "verbose", v))
-    warn_cropping = property(lambda self: self.runtime.warn_cropping,
-                             lambda self, v: setattr(self.runtime, "warn_cropping", v))
-    max_batch_tokens = property(lambda self: self.runtime.max_batch_tokens,
-                                lambda self, v: setattr(self.runtime, "max_batch_tokens", v))
+    batch_size = _option("batch_size", "(query, chunk) sequences per encoder call")
+    text_field = _option("text_field", "the input column holding the document text")
+    verbose = _option("verbose", "a progress bar, counted in documents")
+    warn_cropping = _option("warn_cropping", "a CroppingWarning when documents are longer than the model reads")
+    max_batch_tokens = _option("max_batch_tokens", "a cap on a batch's padded tokens (None: no cap)")
+    batching = _option("batching", "the batch policy: 'length_sorted' or 'input_order'")
+    partial_last_layer = _option("partial_last_layer", "the last layer computed where the head reads it only")
+    onednn_linears = _option("onednn_linears", "oneDNN's linear kernels (None: where they beat MKL's on this CPU)")
 
     @property
     def attn_implementation(self) -> str:

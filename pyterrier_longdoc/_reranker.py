@@ -46,23 +46,19 @@ class _ClassOnly:
         return self.compute(owner)
 
 
-# what a model reads from its Runtime at every use; set them there (model.runtime.dtype = "bf16")
-
-
-def _register_models() -> None:
-    """The model classes register themselves when ``models`` loads; a caller that loaded only the
-    engine (PyTerrier's artifact entry point) gets them here."""
-    import importlib
-
-    importlib.import_module(f"{__package__}.models")
-
-
 class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator,
                       pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
     and ``rank`` replaced, every other column kept.
+
+    The runtime options (``batch_size``, ``text_field``, ``device``, ``dtype``, ``verbose``,
+    ``warn_cropping``, ``attn_implementation``, ``max_batch_tokens`` and the engine's ``batching``,
+    ``partial_last_layer``, ``onednn_linears``) are the model's ``runtime``, never saved; each is also an
+    attribute set the same way (``model.dtype = "bf16"`` as ``model.batch_size = 4``, or
+    ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
+    at once), and read at the next call.
 
     Args:
         model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
@@ -132,7 +128,6 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
                  seed: int | None = None, attn_implementation: str | None = None,
                  max_batch_tokens: int | None = None, **settings):
         if self.name is None:
-            _register_models()
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
         folder = saved_folder(str(model_name_or_path))
@@ -205,10 +200,11 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         return settings
 
     @classmethod
-    def check_settings(cls, settings: dict) -> ModelSettings:
+    def check_settings(cls, settings: dict, given: dict | None = None) -> ModelSettings:
         """``settings`` as the class's ``Settings``: a TypeError names any that is not one of its fields,
-        a ValueError a value (or a pair, as ``stride`` > ``window``) that does not work."""
-        return cls.Settings.from_dict(settings, owner=cls.__name__)
+        a ValueError a value (or a pair, as ``stride`` > ``window``) that does not work; ``given``: the
+        settings the user gave, which such an error names."""
+        return cls.Settings.from_dict(settings, owner=cls.__name__, given=given)
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
@@ -218,7 +214,6 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         its latest checkpoint.
         """
         if cls.name is None:
-            _register_models()
             cls = saved_model_class(str(model_name_or_path))
         return cls(model_name_or_path, **overrides)
 

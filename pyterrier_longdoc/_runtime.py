@@ -16,7 +16,8 @@ from ._warn import warn
 # the passage stage, the demo, the command line)
 AUTOCAST_DTYPES = {"fp32": None, "float32": None, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
                    "fp16": torch.float16, "float16": torch.float16}
-# the options a model's constructor takes; the others are engine options, set as attributes
+# the options a model's constructor takes; the others are engine options (every one is also an attribute
+# of the model and a PyTerrier parameter: OPTIONS)
 CONSTRUCTOR_OPTIONS = ("batch_size", "text_field", "device", "dtype", "verbose", "warn_cropping", "attn_implementation",
                        "max_batch_tokens")
 _OTHER_DEVICE = "use device='cpu', or leave device unset for the best device this machine has"
@@ -31,7 +32,8 @@ def unknown_dtype(value) -> ValueError:
 @dataclasses.dataclass
 class Runtime:
     """Where and how a model runs; none of it is saved with the model. Every option is checked
-    when it is set, in the constructor or later (``model.batch_size = 0`` raises at once).
+    when it is set, in the constructor or later (``model.batch_size = 0`` raises at once, and so does
+    ``model.device = "cuda"`` on a machine without a CUDA GPU), and the error names the option.
 
     ``dtype``: ``None`` (bf16, or fp16, on CUDA; fp32 elsewhere), ``"auto"`` (as ``None``, and
     bf16 on CPUs that compute it natively), ``"bf16"``, ``"fp16"``, ``"fp32"`` (or a
@@ -95,11 +97,13 @@ class Runtime:
 
     @staticmethod
     def _check_device(value) -> None:
-        for device in value if isinstance(value, (list, tuple)) else [value]:
-            if device is not None:
-                torch.device(device)  # torch's own error for a name it does not know
+        # present on this machine, checked when set: `runtime.device = "cuda"` on a CPU-only machine fails
+        # here, not at the next call
         if isinstance(value, (list, tuple)) and not value:
             raise ValueError("device is an empty list; give at least one device")
+        for device in value if isinstance(value, (list, tuple)) else [value]:
+            if device is not None:
+                _check_present(torch.device(device))  # torch's own error for a name it does not know
 
     @staticmethod
     def _check_batching(value) -> None:
@@ -126,18 +130,11 @@ class Runtime:
         return [torch.device(d) for d in devices]
 
     def available_devices(self) -> list[torch.device]:
-        """``devices()``, each one present on this machine: a clear error rather than torch's
-        ``AssertionError: Torch not compiled with CUDA enabled`` when the model moves there."""
+        """``devices()``, each one present on this machine (checked again: a runtime unpickled on
+        another machine was checked where it was set)."""
         devices = self.devices()
-        gpus = torch.cuda.device_count()
-        mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
         for device in devices:
-            if device.type == "cuda" and (device.index or 0) >= gpus:
-                found = f"only {gpus} CUDA GPU(s) are visible" if gpus else "no CUDA GPU is available"
-                raise ValueError(f"device={str(device)!r}: {found} (torch {torch.__version__}, CUDA "
-                                 f"{torch.version.cuda or 'not compiled in'}); {_OTHER_DEVICE}")
-            if device.type == "mps" and not mps:
-                raise ValueError(f"device={str(device)!r}: no Apple MPS device is available; {_OTHER_DEVICE}")
+            _check_present(device)
         return devices
 
     @property
@@ -169,6 +166,9 @@ class Runtime:
         return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype(device)]
 
 
+OPTIONS = tuple(f.name for f in dataclasses.fields(Runtime))  # every runtime option, by name
+
+
 def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_only: bool = False) -> None:
     """``model``'s floating-point parameters (with ``trainable_only``, those that require grad) in
     ``dtype``. Buffers keep theirs: a rotary embedding's frequencies lose positions in bf16."""
@@ -176,6 +176,20 @@ def hold_parameters(model: torch.nn.Module, dtype: torch.dtype, *, trainable_onl
         wanted = parameter.requires_grad or not trainable_only
         if wanted and parameter.is_floating_point() and parameter.dtype != dtype:
             parameter.data = parameter.data.to(dtype)
+
+
+def _check_present(device: torch.device) -> None:
+    """A clear error for a device this machine lacks, rather than torch's ``AssertionError: Torch
+    not compiled with CUDA enabled`` when the model moves there."""
+    if device.type == "cuda":
+        gpus = torch.cuda.device_count()
+        if (device.index or 0) >= gpus:
+            found = f"only {gpus} CUDA GPU(s) are visible" if gpus else "no CUDA GPU is available"
+            raise ValueError(f"device={str(device)!r}: {found} (torch {torch.__version__}, CUDA "
+                             f"{torch.version.cuda or 'not compiled in'}); {_OTHER_DEVICE}")
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if device.type == "mps" and not mps:
+        raise ValueError(f"device={str(device)!r}: no Apple MPS device is available; {_OTHER_DEVICE}")
 
 
 def _check_flag(name: str, value) -> None:

@@ -77,10 +77,13 @@ class ModelSettings:
         return cls().to_dict()
 
     @classmethod
-    def from_dict(cls, settings: dict, owner: str | None = None) -> ModelSettings:
+    def from_dict(cls, settings: dict, owner: str | None = None, given: dict | None = None) -> ModelSettings:
         """Settings from a dict (given, or read from ``config.json``); an unknown name is a TypeError
-        naming ``owner`` (the model class)."""
+        naming ``owner`` (the model class). ``given``: the settings the user gave among them, which
+        an error about a pair names (the other one is a default, or the saved model's)."""
         check_names(cls, settings, owner)
+        if given is not None:
+            check_window_and_stride(cls, settings, given, owner)
         return cls(**settings)
 
     @classmethod
@@ -103,6 +106,28 @@ def check_names(cls: type[ModelSettings], settings: dict, owner: str | None = No
     if unknown:
         owner = owner or cls.__name__.removesuffix("Settings")
         raise TypeError(f"{owner} got unknown settings {unknown}; valid settings: {sorted(valid)}")
+
+
+def check_window_and_stride(cls: type[ModelSettings], settings: dict, given: dict, owner: str | None) -> None:
+    """A stride longer than the window skips document tokens. Where the user gave one of the two
+    (``MaxP(p, window=20)`` against MaxP's stride 100), the error names the one given and says what to
+    pass, rather than "stride (100) > window (20)" about a stride the user never set."""
+    window, stride = settings.get("window"), settings.get("stride")
+    if not all(isinstance(v, int) and v > 0 for v in (window, stride)) or stride <= window:
+        return  # a value wrong on its own, or both given: Chunking's own error
+    owner = owner or cls.__name__.removesuffix("Settings")
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+
+    def other(name: str) -> str:
+        return f"the default {name}" if settings[name] == defaults.get(name) else f"the model's {name}"
+
+    if "window" in given and "stride" not in given:
+        raise ValueError(f"{owner}: window {window} is smaller than {other('stride')} {stride}, so windows would "
+                         f"skip document tokens: pass stride=... as well (at most {window})")
+    if "stride" in given and "window" not in given:
+        raise ValueError(f"{owner}: stride {stride} is larger than {other('window')} {window}, so windows would "
+                         f"skip document tokens: pass window=... as well (at least {stride}), or a stride of at "
+                         f"most {window}")
 
 
 def positive_int(owner: ModelSettings, name: str, *, optional: bool = False) -> None:

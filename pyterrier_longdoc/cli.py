@@ -367,10 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_reproduce(commands) -> None:
     reproduce = commands.add_parser("reproduce", help="run a paper's table rows end to end (ir_datasets, BM25, "
                                                       "training per seed), published beside measured")
-    reproduce.add_argument("paper", help="boytsov2022 or positional-bias")
+    reproduce.add_argument("paper", nargs="?", help="boytsov2022 or positional-bias")
     reproduce.add_argument("--table", type=int, help="one table of the paper (default: all)")
     reproduce.add_argument("--row", help="one row, e.g. maxp (default: every row of the table)")
-    reproduce.add_argument("--plan", action="store_true", help="print downloads, disk and rough GPU-hours, run nothing")
+    reproduce.add_argument("--plan", action="store_true", help="print the published values, downloads, disk and "
+                           "rough GPU-hours, run nothing")
+    reproduce.add_argument("--compare", nargs="+", metavar="RESULTS", help="results.json files or folders: published "
+                           "against measured, with the difference and the seeds' spread")
     reproduce.add_argument("--output", default="reproduce-output", help="one folder per row, with results.json/.md")
     reproduce.add_argument("--backbone", help="a local copy of the row's encoder, instead of its hub id")
     reproduce.add_argument("--warm-start", help="a trained passage cross-encoder to start from (skips the passage stage)")
@@ -380,7 +383,8 @@ def _add_reproduce(commands) -> None:
                            help="a TREC run instead of BM25 for a column (or the training collection's id)")
     reproduce.add_argument("--max-queries", type=int, help="cap every collection's queries: a smoke run, not comparable")
     reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the row's)")
-    reproduce.add_argument("--passage-steps", type=int, help="the passage stage's steps (default: the row's)")
+    reproduce.add_argument("--passage-steps", type=int, help="run the library's passage stage first, this many steps "
+                           "(not the papers' recipe)")
     reproduce.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     reproduce.add_argument("--device")
     reproduce.add_argument("--dtype", choices=DTYPES)
@@ -409,7 +413,6 @@ def _run(args) -> int:
         run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype, seed=args.seed)
         return 0
     if args.command == "models":
-        from . import models  # noqa: F401 - the model classes register themselves
         from ._registry import registered_models
         from .listwise import RankGPT
 
@@ -444,8 +447,7 @@ def _summary(cls) -> str:
 
 
 def _train(args) -> int:
-    from . import models  # noqa: F401 - the model classes register themselves
-    from ._reranker import model_class
+    from ._registry import model_class
 
     if bool(args.valid_topics) != bool(args.valid_qrels):
         raise CliError("--valid-topics and --valid-qrels go together")
@@ -496,15 +498,15 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 
 def _rerank(args) -> int:
-    from . import models  # noqa: F401 - the model classes register themselves
-    from ._reranker import LongDocReranker, model_class, registered_models
+    from ._registry import MODELS, model_class
+    from ._reranker import LongDocReranker
 
     if args.backbone:
         cls, source = model_class(args.model), args.backbone
         check_model_source(source, "--backbone")
     else:
         cls, source = LongDocReranker, args.model
-        if args.model in registered_models() and not Path(args.model).exists():
+        if args.model in MODELS and not Path(args.model).exists():
             raise CliError(f"--model {args.model}: no such directory; {args.model!r} is a model name, which "
                            f"starts from a trained cross-encoder: add --backbone DIR (a saved model is a directory)")
         check_model_source(source, "--model")
@@ -525,8 +527,13 @@ def _pairs(pairs: list[str], option: str) -> dict[str, str]:
 
 
 def _reproduce(args) -> int:
-    from .reproduce import Sources, find_rows, plan, run_row, with_recipe
+    from .reproduce import Sources, compare, find_rows, load_results, plan, run_row, with_recipe
 
+    if args.compare:
+        print(compare(load_results(args.compare)))
+        return 0
+    if args.paper is None:
+        raise CliError("reproduce needs a PAPER (boytsov2022 or positional-bias), or --compare RESULTS")
     rows = find_rows(args.paper, args.table, args.row)
     if args.max_queries is not None and args.max_queries < 1:
         raise CliError(f"--max-queries must be at least 1, got {args.max_queries}")
@@ -541,6 +548,8 @@ def _reproduce(args) -> int:
     for row in rows:
         if args.seeds:
             row = with_recipe(row, seeds=tuple(args.seeds))
+        if args.passage_steps and row.recipe.warm_start == "none":
+            row = with_recipe(row, warm_start="passage stage", passage_steps=args.passage_steps)
         folder = Path(args.output) / f"{row.paper.key}-table{row.table}-{row.name}"
         sources = Sources(folder, _pairs(args.dataset, "--dataset"), runs, args.max_queries)
         run_row(row, folder, sources, backbone=args.backbone, warm_start=args.warm_start,

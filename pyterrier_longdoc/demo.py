@@ -37,11 +37,18 @@ from .evaluation import correct_pvalues, mean_interval, per_query_values, query_
 from .models import FirstP, MaxP, ParadeAttn
 from .packaged import packaged_minilm
 
-# 100 training queries (half near, half far; the recipe holds 20% out for validation), 50 near and 50
-# far test queries; documents of 700-720 tokens; BM25's top 10 documents re-ranked
-COLLECTION = dict(train_queries=100, test_queries=50, max_doc_tokens=720)
-QUICK_COLLECTION = dict(train_queries=8, test_queries=4, max_doc_tokens=720)
-CANDIDATES = 10
+# 80 training queries (half near, half far; the recipe holds 20% out for validation), 50 near and 50
+# far test queries, and 400 more queries whose documents give the passage stage its triples (800; from
+# the 80 training queries alone, 156 triples left it ranking test queries near a random order);
+# documents of up to 720 tokens; BM25's top 5 documents re-ranked
+COLLECTION = dict(train_queries=80, test_queries=50, passage_queries=400, max_doc_tokens=720)
+QUICK_COLLECTION = dict(train_queries=8, test_queries=4, passage_queries=8, max_doc_tokens=720)
+CANDIDATES = 5
+# the packaged MiniLM's first four layers: three models trained and scored with their controls within
+# 1,500 CPU seconds on 2 cores (the six layers cost half as much again); its first two or three layers
+# learned little in the passage stage's 100 steps (a loss of 0.94 and 0.84 from 1.0, where four
+# layers reached 0.16), on the training queries
+BACKBONE_LAYERS = 4
 WINDOWS = dict(window=240, stride=240)  # three disjoint windows of the 720-token documents
 MODELS = {"FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
 # what each model can read: FirstP's input ends before the far answers
@@ -61,28 +68,32 @@ def bm25_over(collection, index_dir: str | Path, num_results: int = 1000):
 
 
 class RandomFill(pt.Transformer):
-    """Fills each query's candidate list up to ``k`` documents with random documents of ``docnos``
-    (seeded by the query's qid), scored below the list's last, ranks following on: BM25 finds few
-    documents for a one-term query (a median of 3 of the prose's 200), and a list of 3 leaves a
-    re-ranker little to do. Queries with ``k`` or more candidates pass unchanged."""
+    """``retriever``'s top ``k`` for each query, topped up to ``k`` with random documents of
+    ``docnos`` (seeded by the qid) scored below its last: BM25 finds few documents for a one-term
+    query (a median of 3 of the prose's 580), a list of 3 leaves a re-ranker little to do, and a
+    query BM25 finds nothing for would drop out of the evaluation of every re-ranker. Topics in,
+    results out (``qid, query, docno, score, rank``)."""
 
-    def __init__(self, docnos, k: int = CANDIDATES, seed: int = 0):
-        self.docnos, self.k, self.seed = np.asarray(list(docnos), dtype=object), k, seed
+    def __init__(self, retriever: pt.Transformer, docnos, k: int = CANDIDATES, seed: int = 0):
+        self.retriever, self.k, self.seed = retriever, k, seed
+        self.docnos = np.asarray(list(docnos), dtype=object)
 
-    def transform(self, results: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.result_frame(results, extra_columns=["query"])
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.query_frame(topics, ["query"])
+        found = (self.retriever % self.k)(topics)
+        by_query = dict(tuple(found.groupby("qid", sort=False)))
         rows = []
-        for qid, found in results.groupby("qid", sort=False):
-            need = self.k - len(found)
-            if need > 0:
-                pool = self.docnos[~np.isin(self.docnos, found["docno"].to_numpy())]
-                rng = np.random.default_rng([self.seed, *map(ord, str(qid))])
-                drawn = rng.choice(pool, size=min(need, len(pool)), replace=False)
-                lowest = float(found["score"].min()) if len(found) else 0.0
-                rows.append(pd.DataFrame({"qid": qid, "query": found["query"].iloc[0], "docno": drawn,
-                                          "score": lowest - 1.0 - np.arange(len(drawn))}))
-        filled = pd.concat([results, *rows], ignore_index=True) if rows else results
-        return pt.model.add_ranks(filled[["qid", "query", "docno", "score"]])
+        for qid, query in zip(topics["qid"], topics["query"]):
+            hits = by_query.get(qid, found.iloc[:0])
+            pool = self.docnos[~np.isin(self.docnos, hits["docno"].to_numpy())]
+            rng = np.random.default_rng([self.seed, *map(ord, str(qid))])
+            drawn = rng.choice(pool, size=min(max(0, self.k - len(hits)), len(pool)), replace=False)
+            lowest = float(hits["score"].min()) if len(hits) else 0.0
+            rows += [hits[["qid", "docno", "score"]].assign(query=query),
+                     pd.DataFrame({"qid": qid, "query": query, "docno": drawn,
+                                   "score": lowest - 1.0 - np.arange(len(drawn), dtype=float)})]
+        columns = ["qid", "query", "docno", "score"]
+        return pt.model.add_ranks(pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns))
 
 
 def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: str | None = None,
@@ -101,35 +112,41 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     dtype = Runtime(dtype=dtype).dtype_name()  # checked first, then what it comes to here
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    backbone = backbone or packaged_minilm()
+    backbone = backbone or packaged_minilm(layers=BACKBONE_LAYERS, directory=output / "backbone")
     collection = prose_collection(**(QUICK_COLLECTION if quick else COLLECTION), tokenizer=backbone)
     print(f"Collection (WordNet glosses, shipped with the package): {collection!r}", flush=True)
-    first_stage = (bm25_over(collection, output / "bm25-index") % candidates
-                   >> RandomFill(collection.documents["docno"], candidates, seed) >> collection.text)
+    bm25 = bm25_over(collection, output / "bm25-index")
+    first_stage = RandomFill(bm25, collection.documents["docno"], candidates, seed) >> collection.text
     train, test = collection.split("train"), collection.split("test")
     test_candidates = first_stage(test.topics[["qid", "query"]])
     groups = {"near": test.near().topics["qid"], "far": test.far().topics["qid"]}
-    stages, models = train_models(backbone, train, first_stage, output / "models", quick, dtype, seed)
-    runs = {"BM25": test_candidates}
+    stages, models = train_models(backbone, train, collection.split("passage"), first_stage, output / "models", quick,
+                                  dtype, seed)
+    runs = {"BM25": (bm25 % candidates)(test.topics[["qid", "query"]])}  # BM25 alone, not topped up
     zero_shot, controls = {}, {}
     for name, model in models.items():
         print(f"\nScoring the test queries with {name}, its controls and its zero-shot start", flush=True)
         runs[name], controls[name] = scored_with_controls(model, test_candidates, test.qrels, groups)
+        if stages[name]["best_step"] == 0:  # fit kept its start: the same weights, the same run
+            zero_shot[name] = runs[name]
+            continue
         cls, settings = MODELS[name]
         torch.manual_seed(seed)  # PARADE-Attn's new head, drawn as the recipe drew it
         start = cls(stages["passage stage"]["folder"], dtype=dtype, verbose=True, **settings)
         zero_shot[name] = start(test_candidates)
-    tables, family = experiment_tables(runs, zero_shot, test, groups)
-    controls = corrected_controls(controls, family)
+    tables, family, per_query = experiment_tables(runs, zero_shot, test, groups)
+    controls, tests = corrected_controls(controls, family)
     random_rr = {group: expected_random_rr(test_candidates, test.topics.loc[test.topics["qid"].isin(qids), "qid"],
                                            test.qrels) for group, qids in groups.items()}
-    findings = conclusions(tables, random_rr, controls)
-    print_report(tables, random_rr, controls, findings, dtype)
+    findings = conclusions(tables, random_rr, controls, tests)
+    print_report(tables, random_rr, controls, tests, findings, dtype)
     figure = results_plot(tables, random_rr, controls, output / "results.png")
     save_test_candidates(test_candidates, test, groups, output)
     seconds, cpu_seconds = time.time() - started, time.process_time()
-    results = results_record(tables, random_rr, controls, findings, stages, dtype, quick, len(test.topics),
+    results = results_record(tables, random_rr, controls, tests, findings, stages, dtype, quick, len(test.topics),
                              seconds, cpu_seconds, seed)
+    results["per_query_rr"] = {group: {name: values.round(6).to_dict() for name, values in frame.items()}
+                               for group, frame in per_query.items()}
     (output / "results.json").write_text(json.dumps(results, indent=1))
     print(f"\nTrained models in {output / 'models'} (from_pretrained or pt.Artifact.load); results in "
           f"{output / 'results.json'}, plotted in {figure}; test candidates in {output / 'test-candidates.tsv'} with "
@@ -141,22 +158,25 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     return results
 
 
-def train_models(backbone: str, train, first_stage, directory: Path, quick: bool, dtype: str, seed: int):
-    """The recipe for each model: the passage stage once (with FirstP's call), then each model's
-    document stage from it. Returns the stages' report and the trained models by name."""
+def train_models(backbone: str, train, passage, first_stage, directory: Path, quick: bool, dtype: str, seed: int):
+    """The recipe for each model: the passage stage once (with FirstP's call, on triples from the
+    documents of the ``passage`` queries), then each model's document stage from it, on ``train``.
+    Returns the stages' report and the trained models by name."""
     from .training import TrainingArguments
-    from .training.recipe import RECIPE_DOCUMENT_STAGE, train_long_document_ranker
+    from .training.recipe import RECIPE_DOCUMENT_STAGE, document_passage_triples, train_long_document_ranker
 
     passage_options = QUICK_STAGES["passage"] if quick else None
     args = TrainingArguments(**{**RECIPE_DOCUMENT_STAGE, **(QUICK_STAGES["document"] if quick else {})}, seed=seed)
+    triples = document_passage_triples(passage.topics[["qid", "query"]], passage.qrels, first_stage,
+                                       text=passage.text, seed=seed)  # a relevant document BM25 missed, too
     stages, models, warm_start = {}, {}, backbone
     for name, (cls, settings) in MODELS.items():
         print(f"\nTraining {name}" + (" (the passage stage first, shared by the three models)" if not models else ""),
               flush=True)
         torch.manual_seed(seed)
         model, report = train_long_document_ranker(
-            cls, warm_start, train.topics[["qid", "query"]], train.qrels, first_stage,
-            passages=None if not models else False, output_dir=directory / name, passage_options=passage_options,
+            cls, warm_start, train.topics[["qid", "query"]], train.qrels, first_stage, text=train.text,
+            passages=triples if not models else False, output_dir=directory / name, passage_options=passage_options,
             args=args, seed=seed, dtype=dtype, model_options={**settings, "verbose": True})
         if not models:
             warm_start = str(directory / name / "passage-stage")
@@ -177,10 +197,11 @@ def scored_with_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, g
     return real, query_controls(scorer, candidates, qrels, groups=groups)
 
 
-def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame]:
-    """Per group, ``pt.Experiment`` with paired t-tests against FirstP, its RR's 95% interval, the
-    zero-shot start's RR and the p-value corrected by Holm over every test the demo draws; and that
-    family (``group, name, test, p-value``) for the controls to join."""
+def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame, dict]:
+    """Per group, ``pt.Experiment`` with paired t-tests against FirstP, its RR's 95% interval and the
+    zero-shot start's RR; the tests drawn (``group, name, test, p-value``: each system against
+    FirstP, BM25 against each trained model), for Holm over the demo's family; and the per-query RR
+    by group (a frame of qid by system)."""
     tables, family, per_query = {}, [], {}
     for group, qids in groups.items():
         topics = test.topics[test.topics["qid"].isin(set(qids))][["qid", "query"]]
@@ -192,7 +213,8 @@ def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[
         per_query[group] = values.pivot(index="qid", columns="name", values="value")
         start = per_query_values({name: frame[frame["qid"].isin(set(qids))] for name, frame in zero_shot.items()},
                                  topics, qrels, RR).mean() if zero_shot else {}
-        table["RR 95% CI"] = [_interval_text(per_query[group][name]) for name in table["name"]]
+        intervals = [mean_interval(per_query[group][name])[1:] for name in table["name"]]
+        table["RR 95% low"], table["RR 95% high"] = [round(i[0], 3) for i in intervals], [round(i[1], 3) for i in intervals]
         table["zero-shot RR"] = [round(float(start[n]), 3) if n in start else None for n in table["name"]]
         tables[group] = table
         for name in table["name"]:
@@ -201,34 +223,32 @@ def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[
         for name in zero_shot:  # BM25 against every trained model, whichever way it goes
             p = float(stats.ttest_rel(per_query[group]["BM25"], per_query[group][name]).pvalue)
             family.append((group, name, "against BM25", p))
-    return tables, pd.DataFrame(family, columns=["group", "name", "test", "p-value"])
+    return tables, pd.DataFrame(family, columns=["group", "name", "test", "p-value"]), per_query
 
 
-def corrected_controls(controls: dict, family: pd.DataFrame) -> dict:
+def corrected_controls(controls: dict, family: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     """The controls' p-values and the experiment's corrected together by Holm (one family: every
-    test the demo draws); the tables get their corrected values back in ``RR p-value (Holm)``."""
+    test the demo draws): the controls with their ``p-value corrected`` replaced, and the
+    experiment's tests with a ``p-value (Holm)`` column."""
     rows = [(name, i, p) for name, table in controls.items() for i, p in table["p-value"].items() if pd.notna(p)]
     p_values = np.array([p for _, _, p in rows] + list(family["p-value"]), dtype=float)
     corrected = correct_pvalues(np.nan_to_num(p_values, nan=1.0), "holm")[1]
     controls = {name: table.copy() for name, table in controls.items()}
     for (name, i, _), value in zip(rows, corrected):
         controls[name].loc[i, "p-value corrected"] = value
-    family["p-value (Holm)"] = corrected[len(rows):]
-    controls["_family"] = family
-    return controls
+    return controls, family.assign(**{"p-value (Holm)": corrected[len(rows):]})
 
 
-def conclusions(tables: dict, random_rr: dict, controls: dict) -> dict[str, bool]:
-    """The demo's findings, each True when this run shows it."""
+def conclusions(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFrame) -> dict[str, bool]:
+    """The demo's findings, each True when this run shows it (``tests``: the experiment's tests
+    with their Holm-corrected p-values, as ``corrected_controls`` gives them)."""
     def value(group: str, name: str, column: str = "RR") -> float:
         table = tables[group].set_index("name")
         return float(table.loc[name, column]) if name in table.index and table.loc[name, column] is not None \
             else float("nan")
 
-    family = controls["_family"]
-
     def corrected(group: str, name: str, test: str = "against FirstP") -> float:
-        row = family[(family["group"] == group) & (family["name"] == name) & (family["test"] == test)]
+        row = tests[(tests["group"] == group) & (tests["name"] == name) & (tests["test"] == test)]
         return float(row["p-value (Holm)"].iloc[0]) if len(row) else float("nan")
 
     def reads(name: str) -> bool:
@@ -265,8 +285,8 @@ def expected_random_rr(first_stage_run: pd.DataFrame, qids, qrels: pd.DataFrame)
     return float(sum(values) / len(values)) if values else float("nan")
 
 
-def print_report(tables: dict, random_rr: dict, controls: dict, findings: dict, dtype: str) -> None:
-    family = controls["_family"]
+def print_report(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFrame, findings: dict,
+                 dtype: str) -> None:
     for group, table in tables.items():
         print(f"\nTest queries, answer {group.upper()} ({'inside' if group == 'near' else 'beyond'} the first 512 "
               f"tokens), {int(table['RR'].notna().sum() and len(table))} systems; a random order of the candidates: "
@@ -274,12 +294,11 @@ def print_report(tables: dict, random_rr: dict, controls: dict, findings: dict, 
               "zero-shot start's RR:")
         print(table.to_string(index=False))
     print("\nEvery test the demo draws, Holm-corrected as one family (with the controls' tests below):")
-    print(family.round(4).to_string(index=False))
+    print(tests.round(4).to_string(index=False))
     for name, table in controls.items():
-        if name != "_family":
-            print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
-                  "(paired t-tests of the real query against each, Holm over the demo's tests)")
-            print(table.round(4).to_string(index=False))
+        print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
+              "(paired t-tests of the real query against each, Holm over the demo's tests)")
+        print(table.round(4).to_string(index=False))
     print(f"\nConclusions ({dtype}):")
     for finding, holds in findings.items():
         print(f"- {'yes' if holds else 'NO '}  {finding}")
@@ -294,7 +313,7 @@ def save_test_candidates(candidates: pd.DataFrame, test, groups: dict, output: P
     test.qrels[["qid", "docno", "label"]].to_csv(output / "test-qrels.tsv", sep="\t", index=False)
 
 
-def results_record(tables, random_rr, controls, findings, stages, dtype, quick, n_test, seconds, cpu_seconds,
+def results_record(tables, random_rr, controls, tests, findings, stages, dtype, quick, n_test, seconds, cpu_seconds,
                    seed) -> dict:
     def records(table: pd.DataFrame) -> list[dict]:
         # not DataFrame.to_json: it writes 10 decimal places, so a p-value of 5e-14 became 0.0
@@ -307,8 +326,7 @@ def results_record(tables, random_rr, controls, findings, stages, dtype, quick, 
         "stages": {name: {k: v for k, v in report.items() if isinstance(v, (int, float, str, bool))}
                    for name, report in stages.items()},
         "tables": {group: records(table) for group, table in tables.items()},
-        "tests": records(controls["_family"]),
-        "controls": {name: records(table) for name, table in controls.items() if name != "_family"},
+        "tests": records(tests), "controls": {name: records(table) for name, table in controls.items()},
     }
 
 
@@ -325,9 +343,8 @@ def results_plot(tables: dict, random_rr: dict, controls: dict, path: Path) -> P
         ax = fig.add_subplot(1, 2, k + 1)
         x = np.arange(len(names))
         table = tables[group].set_index("name")
-        low_high = [table.loc[n, "RR 95% CI"] for n in names]
-        errors = np.array([[table.loc[n, "RR"] - lo, hi - table.loc[n, "RR"]] for n, (lo, hi) in
-                           zip(names, map(_interval_bounds, low_high))]).T
+        errors = np.array([[table.loc[n, "RR"] - table.loc[n, "RR 95% low"], table.loc[n, "RR 95% high"] - table.loc[n, "RR"]]
+                           for n in names]).clip(min=0).T
         ax.bar(x - 0.27, [table.loc[n, "RR"] for n in names], 0.27, yerr=errors, capsize=3, label="real query")
         for i, ranking in enumerate(("another query's text", "constant query"), start=1):
             values = [float(controls[n].loc[(controls[n]["group"] == group) & (controls[n]["ranking"] == ranking),
@@ -345,13 +362,3 @@ def results_plot(tables: dict, random_rr: dict, controls: dict, path: Path) -> P
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     return path
-
-
-def _interval_text(values: pd.Series) -> str:
-    mean, low, high = mean_interval(values.to_numpy())
-    return f"{low:.3f}-{high:.3f}"
-
-
-def _interval_bounds(text: str) -> tuple[float, float]:
-    low, high = text.split("-")
-    return float(low), float(high)

@@ -56,12 +56,9 @@ class InMemoryCollection(Collection):
         return TextLoader(self.documents[["docno", "text"]], "text")
 
 
-SPLITS = ("train", "test")
-
-
 class SplitCollection(InMemoryCollection):
-    """An in-memory collection whose topics say which split each query is in (``split``: 'train' or
-    'test') and where its answer sits (``position``: 'near', inside what FirstP reads, or 'far',
+    """An in-memory collection whose topics say which split each query is in (``split``: one of
+    ``splits``) and where its answer sits (``position``: 'near', inside what FirstP reads, or 'far',
     beyond it): the generated collection and the shipped prose (``data.prose``). Subclasses are
     dataclasses of ``documents, topics, qrels, positions``."""
 
@@ -69,6 +66,7 @@ class SplitCollection(InMemoryCollection):
     topics: pd.DataFrame
     qrels: pd.DataFrame
     positions: pd.DataFrame
+    splits = ("train", "test")
 
     docs = property(lambda self: self.documents)  # version 0.1's name
 
@@ -81,9 +79,9 @@ class SplitCollection(InMemoryCollection):
         return type(self)(self.documents, **self._with_topics(set(self.topics.loc[keep, "qid"])))
 
     def split(self, name: str):
-        """The topics (and their qrels and positions) of split ``name``: 'train' or 'test'."""
-        if name not in SPLITS:
-            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(SPLITS)}")
+        """The topics (and their qrels and positions) of split ``name``, one of ``splits``."""
+        if name not in self.splits:
+            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(self.splits)}")
         return self._subset(self.topics["split"] == name)
 
     def near(self):

@@ -22,8 +22,11 @@ import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from ..diagnostics import build_far_relevant, resolve_tokenizer
+from ..diagnostics._tokens import count_tokens
 from .collection import SplitCollection
 from .dictionaries import DictionaryTask, dictionary_task
 
@@ -64,7 +67,9 @@ class ProseCollection(SplitCollection):
 
     Attributes:
         documents: ``docno, text`` (one document per query, ``"D" + qid``).
-        topics: ``qid, query, split ('train'|'test'), position ('near'|'far')``.
+        topics: ``qid, query, split ('train'|'test'|'passage'), position ('near'|'far')``: the
+            ``passage`` queries' documents give the passage stage its triples, apart from the
+            queries the document stage trains and validates on.
         qrels: ``qid, docno, label``: the query's document, label 1.
         positions: where the relevant entry sits in its document, in characters and in the
             backbone's tokens (``qid, docno, passage_docno, char_start, char_end, token_start,
@@ -75,16 +80,21 @@ class ProseCollection(SplitCollection):
     topics: pd.DataFrame
     qrels: pd.DataFrame
     positions: pd.DataFrame
+    splits = ("train", "test", "passage")
 
 
-def prose_collection(*, train_queries: int = 100, test_queries: int = 50, tokenizer=None, first_tokens: int = 512,
-                     max_doc_tokens: int = 720, seed: int = 0, path: str | Path = PROSE_FILE) -> ProseCollection:
+def prose_collection(*, train_queries: int = 80, test_queries: int = 50, passage_queries: int = 400, tokenizer=None,
+                     first_tokens: int = 512, max_doc_tokens: int = 720, seed: int = 0,
+                     path: str | Path = PROSE_FILE) -> ProseCollection:
     """A FarRelevant collection of the shipped prose (see the module doc).
 
     Args:
         train_queries: training queries, half near and half far (``fit`` holds its validation
             queries out of them).
         test_queries: test queries per position: ``test_queries`` near and as many far.
+        passage_queries: queries (half near, half far) whose documents the passage stage learns
+            from (``training.document_passage_triples``), as the papers' passage stage learns from
+            other queries than the document stage's; 0 for none.
         tokenizer: whose tokens count positions and lengths (a tokenizer or a path to one): the
             backbone's; default the packaged MiniLM's (BERT uncased).
         first_tokens: near answers lie inside the first ``first_tokens`` tokens, far ones start at
@@ -92,29 +102,32 @@ def prose_collection(*, train_queries: int = 100, test_queries: int = 50, tokeni
         max_doc_tokens: the documents' length cap (at most the models' 1431 by default).
         seed: which terms are queried, in which split, and each document's filler entries.
     """
-    from ..diagnostics import build_far_relevant
-
     if tokenizer is None:
         from ..packaged import packaged_minilm
 
         tokenizer = packaged_minilm()
-    for name, value in (("train_queries", train_queries), ("test_queries", test_queries)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 2:
-            raise ValueError(f"prose_collection: {name} must be an integer >= 2, got {value!r}")
+    for name, value, least in (("train_queries", train_queries, 2), ("test_queries", test_queries, 2),
+                               ("passage_queries", passage_queries, 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"prose_collection: {name} must be an integer >= {least}, got {value!r}")
     task = prose_task(path, vocabulary=tokenizer)
-    queries = task.queries.sample(frac=1.0, random_state=seed).reset_index(drop=True)
-    needed = train_queries + 2 * test_queries
+    queries = _fitting(task, resolve_tokenizer(tokenizer), min(first_tokens, max_doc_tokens - first_tokens))
+    queries = queries.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    needed = train_queries + 2 * test_queries + passage_queries
     if len(queries) < needed:
         raise ValueError(f"prose_collection: the prose has {len(queries)} queryable terms, fewer than the {needed} "
-                         f"asked for ({train_queries} training and 2 x {test_queries} test queries)")
-    half = train_queries // 2
-    plan = {"near": (queries.iloc[:half], queries.iloc[train_queries:train_queries + test_queries]),
-            "far": (queries.iloc[half:train_queries], queries.iloc[train_queries + test_queries:needed])}
+                         f"asked for ({train_queries} training, 2 x {test_queries} test and {passage_queries} passage "
+                         "queries)")
+    sizes = {"train": train_queries, "test": 2 * test_queries, "passage": passage_queries}
+    starts = dict(zip(sizes, np.cumsum([0, *sizes.values()])))
+    plan = {position: [queries.iloc[starts[split] + k * sizes[split] // 2:starts[split] + (k + 1) * sizes[split] // 2]
+                       .assign(split=split) for split in sizes]
+            for k, position in enumerate(("near", "far"))}
     words = task.passages["text"].str.split().str.len()
     prose = task.passages[(words >= FILLER_WORDS) | task.passages["docno"].isin(task.qrels["docno"])]
     built = []
-    for position, (train, test) in plan.items():
-        chosen = pd.concat([train.assign(split="train"), test.assign(split="test")])
+    for position, parts in plan.items():
+        chosen = pd.concat(parts)
         collection = build_far_relevant(prose, chosen[["qid", "query"]], task.qrels, tokenizer=tokenizer,
                                         first_tokens=first_tokens, max_doc_tokens=max_doc_tokens, variant=position,
                                         negatives=0, seed=seed)
@@ -124,3 +137,12 @@ def prose_collection(*, train_queries: int = 100, test_queries: int = 50, tokeni
                            topics=pd.concat([t for _, t in built], ignore_index=True),
                            qrels=pd.concat([c.qrels for c, _ in built], ignore_index=True),
                            positions=pd.concat([c.positions for c, _ in built], ignore_index=True))
+
+
+def _fitting(task: DictionaryTask, tokenizer, room: int) -> pd.DataFrame:
+    """The queries whose relevant entry fits the room it has in a document of either position (a
+    long gloss of 120 words can take over 200 tokens)."""
+    text = task.passages.set_index("docno")["text"]
+    relevant = dict(zip(task.qrels["qid"], task.qrels["docno"]))
+    fits = [count_tokens(tokenizer, text[relevant[qid]]) <= room for qid in task.queries["qid"]]
+    return task.queries[fits]

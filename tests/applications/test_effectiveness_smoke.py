@@ -258,12 +258,14 @@ def test_missing_prerequisites_stop_the_run_before_it_starts(tmp_path):
 
 
 def test_committed_results_files_are_well_formed():
-    """Every committed effectiveness results file names its machine, date, commit and time, and its
-    targets follow from its own table."""
+    """Every committed effectiveness results file (current or archived) names its machine, date, commit
+    and time, and its targets follow from its own table."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import effectiveness
 
-    files = sorted((ROOT / "benchmarks" / "results").glob("effectiveness-*.json"))
+    results = ROOT / "benchmarks" / "results"
+    files = sorted(results.glob("effectiveness-*.json")) + sorted((results / "archive").glob("effectiveness-*.json"))
+    assert len(files) > 20, files  # the archive is read too
     for path in files:
         result = json.loads(path.read_text())
         assert {"machine", "date", "commit", "wall_minutes", "seeds"} <= set(result), path.name

@@ -1,8 +1,12 @@
-"""The papers' rows (pyterrier_longdoc.reproduce): every row builds its model and prints its plan,
-and one row of each kind runs end to end, offline, on small ir_datasets stand-ins with a tiny
-model: MS MARCO training, the TREC DL and dev test sets, Robust04's five folds, FarRelevant."""
+"""The papers' rows (pyterrier_longdoc.reproduce): every published cell carries the paper's value,
+marks and source; every row builds its model and prints its plan; one row of each kind runs end
+to end, offline, on small ir_datasets stand-ins with a tiny model: MS MARCO training, the TREC DL
+and dev test sets (one pooled over three years), Robust04's five folds, FarRelevant, LongEmbed."""
+import csv
 import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 from helpers.tiny_bert import write_tiny_bert
@@ -10,7 +14,9 @@ from helpers.irds_standin import register_paper_standins
 from helpers.llm_backbones import write_tiny_lm
 
 from pyterrier_longdoc.cli import main
-from pyterrier_longdoc.reproduce import PAPERS, ROWS, Sources, find_rows, gpu_hours, plan, run_row, with_recipe
+from pyterrier_longdoc.reproduce import (
+    PAPERS, ROWS, Sources, find_rows, gpu_hours, plan, published_cell, published_cells, run_row, with_recipe)
+from pyterrier_longdoc.reproduce import registry
 from pyterrier_longdoc.reproduce.registry import NOT_FOUND
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
@@ -39,23 +45,105 @@ def _local(row, backbones) -> dict:
     return {"aggregator_model": backbones["bert"]} if "pretr" in row.model or row.model.endswith("_q") else {}
 
 
-def test_the_registry_covers_the_three_tables_with_a_source_for_every_value():
+def test_the_registry_covers_the_tables_with_the_papers_columns():
     tables = {(r.paper.key, r.table) for r in ROWS}
-    assert tables == {("boytsov2022", 4), ("positional-bias", 1), ("positional-bias", 4)}
-    assert {c.column.name for r in find_rows("positional-bias", 1) for c in r.cells} >= {
-        "msmarco-dev", "trec-dl-2019", "trec-dl-2020", "trec-dl-2021", "robust04-title", "robust04-desc"}
-    for row in ROWS:
-        for cell in row.cells:  # a published value has its source; a missing one says so
-            assert (cell.published is None and cell.source == NOT_FOUND) or (cell.published and cell.source)
+    assert tables == {("boytsov2022", 4), ("positional-bias", 1), ("positional-bias", 2), ("positional-bias", 4),
+                      ("positional-bias", 5)}
+    assert [c.name for c in find_rows("positional-bias", 1, "maxp")[0].columns] == [
+        "msmarco-dev", "trec-dl-2019-2021", "robust04-title", "robust04-desc"]  # one pooled TREC DL column
+    assert [c.name for c in find_rows("boytsov2022", 4, "maxp")[0].columns] == [
+        "msmarco-dev", "trec-dl-2019", "trec-dl-2020", "trec-dl-2021", "trec-dl-2019-2021", "robust04-title",
+        "robust04-desc"]
     names = [(r.paper.key, r.table, r.name) for r in ROWS]
     assert len(names) == len(set(names))
+    assert "parade-transf-pretr-lateir" not in {r.name for r in ROWS}  # late interaction: no class for it
+
+
+def test_every_cell_carries_the_papers_value_marks_and_source():
+    for row in ROWS:
+        for cell in row.cells:
+            printed = published_cell(row.paper.key, row.table, row.label, cell.column.name)
+            assert printed is not None and cell.source != NOT_FOUND, (row.command, cell.column.name)
+            assert (cell.published, cell.sig, cell.source, cell.note) == (
+                printed.value, printed.sig, printed.source, printed.note)
+            assert f"Table {row.table}, row '{row.label}'" in cell.source
+            assert cell.published is not None or cell.note  # an unreadable cell says why
+    maxp = find_rows("boytsov2022", 4, "maxp")[0].cells
+    assert (maxp[0].published, maxp[0].sig) == (0.392, "bc") and maxp[4].published == 0.644
+    lateir_like = find_rows("positional-bias", 4, "sump")[0].cells[1]
+    assert lateir_like.published is None and "unreadable" in lateir_like.note
+
+
+def test_the_packaged_table_is_consistent():
+    cells = published_cells()
+    keys = [(c.paper, c.table, c.row, c.column) for c in cells]
+    assert len(cells) == 418 and len(keys) == len(set(keys))
+    for c in cells:
+        assert c.paper in PAPERS and set(c.sig) <= set("abcd")
+        if c.value is None:
+            assert c.note, c  # the reason a cell stays empty
+        elif not c.printed.endswith("%"):
+            assert c.value == float(c.printed) and 0 < c.value < 1
+        assert not re.search(r"\bl\.\s?\d", c.note)  # cites the papers, not lines of a text extraction
+    ambiguous = [c for c in cells if c.printed and c.value is None]
+    assert [(c.row, c.printed) for c in ambiguous] == [("P. Transf-PRETR-LATEIR-L6", "0.538")]
+    by_column = {}
+    for c in cells:
+        by_column.setdefault(c.column, set()).add(c.metric)
+    assert all(len(metrics) == 1 for metrics in by_column.values())
+
+
+def _papers_extraction() -> Path | None:
+    """The cells as read from the papers' text, where the project's shared folder sits beside the
+    repository (or beside a worktree's parent)."""
+    repo = Path(__file__).resolve().parents[2]
+    for folder in (repo.parent, repo.parent.parent):
+        if (folder / "shared" / "papers" / "published.csv").is_file():
+            return folder / "shared" / "papers" / "published.csv"
+    return None
+
+
+@pytest.mark.skipif(_papers_extraction() is None, reason="the papers' extraction (../shared/papers) is not here")
+def test_the_packaged_table_equals_the_papers_extraction():
+    with open(_papers_extraction(), newline="") as f:
+        extracted = list(csv.DictReader(f))
+    assert len(extracted) == len(published_cells())
+    for line in extracted:
+        cell = next(c for c in published_cells() if (c.paper, c.table, c.row, c.column) == (
+            line["paper"].replace("_", "-"), int(line["table"]), line["row"], line["column"]))
+        assert cell.printed == line["value"] and cell.rel_gain == line["rel_gain"]
+        if line["sig"]:
+            assert cell.sig == line["sig"]
+        if cell.value is not None and line["value"] and not line["value"].endswith("%"):
+            assert cell.value == float(line["value"])
+        if not line["value"]:
+            assert cell.value is None and cell.note
+
+
+def test_rows_follow_the_papers_setup():
+    def settings(paper, table, name):
+        return find_rows(paper, table, name)[0].model_settings
+
+    assert settings("boytsov2022", 4, "parade-transf-rand").items() >= {"layers": 3, "heads": 4, "stride": 100}.items()
+    assert settings("positional-bias", 1, "parade-transf-rand")["layers"] == 2
+    assert find_rows("positional-bias", 1, "parade-transf-rand")[0].recipe.epochs == 3
+    assert settings("boytsov2022", 4, "cedr-knrm").items() >= {"max_query_tokens": 32, "disjoint_split": "fill"}.items()
+    assert settings("boytsov2022", 4, "avgp")["disjoint_split"] == settings("boytsov2022", 4, "neural-model1")[
+        "disjoint_split"] == "fill"
+    assert all(r.recipe.warm_start in ("none", "zero-shot") and r.recipe.seeds for r in ROWS)
+    maxp = find_rows("boytsov2022", 4, "maxp")[0]
+    assert [c.first_stage.depth for c in maxp.columns][-2:] == [1000, 1000] and maxp.recipe.train_depth == 100
+    assert maxp.recipe.fold_epochs == 100
+    assert find_rows("boytsov2022", 4, "firstp-electra")[0].backbone == "cross-encoder/ms-marco-electra-base"
+    e5 = find_rows("positional-bias", 1, "e5-longp")[0]
+    assert e5.recipe.warm_start == "zero-shot" and all(c.training == "msmarco" for c in e5.columns)
 
 
 def test_unknown_papers_tables_and_rows_are_named():
     with pytest.raises(ValueError, match="papers: boytsov2022, positional-bias"):
         find_rows("boytsov2023")
-    with pytest.raises(ValueError, match="tables: 1, 4"):
-        find_rows("positional-bias", 2)
+    with pytest.raises(ValueError, match="tables: 1, 2, 4, 5"):
+        find_rows("positional-bias", 3)
     with pytest.raises(ValueError, match="no row 'maxq'.*maxp"):
         find_rows("boytsov2022", 4, "maxq")
 
@@ -69,22 +157,27 @@ def test_every_row_builds_its_model_and_prints_its_plan(row, backbones, capsys):
     assert main(["reproduce", row.paper.key, "--table", str(row.table), "--row", row.name, "--plan"]) == 0
     printed = capsys.readouterr().out
     for cell in row.cells:
-        assert cell.column.irds_ids[0] in printed and cell.column.metric in printed
+        assert cell.column.test_source in printed and cell.column.metric in printed
+        assert f"published {cell.published_text}" in printed
     assert "GPU-hours" in printed and "disk: about" in printed and row.command in printed
+    assert f"row '{row.label}'" in printed and all(note in printed for note in row.notes)
     assert gpu_hours(row)["total"] > 0
 
 
 def test_a_whole_table_plans_in_one_command(capsys):
     assert main(["reproduce", "boytsov2022", "--plan"]) == 0
-    assert capsys.readouterr().out.count("GPU-hours") == len(find_rows("boytsov2022"))
+    printed = capsys.readouterr().out
+    assert printed.count("GPU-hours") == len(find_rows("boytsov2022"))
+    assert "published 0.392^bc" in printed and "published 0.668^abd" in printed  # MaxP's dev, Longformer's pooled DL
 
 
-def _check_results(folder, row):
+def _check_results(folder, row, backbone):
     results = json.loads((folder / "results.json").read_text())
     assert [c["column"] for c in results["columns"]] == [c.name for c in row.columns]
-    for column in results["columns"]:
-        assert column["published"] is None and column["source"] == NOT_FOUND
+    for column, cell in zip(results["columns"], row.cells):
+        assert (column["published"], column["sig"], column["source"]) == (cell.published, cell.sig, cell.source)
         assert set(column["measured"]) == {"0"} and 0 <= column["mean"] <= 1
+    assert (results["backbone"], results["registry_backbone"]) == (backbone, row.backbone)
     assert results["gpus"] == 0 and results["gpu_hours"] == 0 and not results["comparable"]
     table = (folder / "results.md").read_text()
     assert "| published | seed 0 | mean |" in table and "Not comparable" in table
@@ -92,32 +185,36 @@ def _check_results(folder, row):
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
-def test_a_row_runs_end_to_end_from_the_command_line(standins, backbones, tmp_path, capsys):
-    """MS MARCO training, dev and TREC DL, and Robust04's folds (fine-tuned per fold)."""
+def test_a_row_runs_end_to_end_from_the_command_line(standins, backbones, tmp_path, capsys, monkeypatch):
+    """MS MARCO training (after the passage stage), dev, TREC DL by year and pooled, and Robust04's
+    folds (fine-tuned per fold, two short epochs here instead of 100)."""
+    monkeypatch.setattr(registry, "ROWS", tuple(with_recipe(r, fold_epochs=2) for r in registry.ROWS))
     row = find_rows("boytsov2022", 4, "firstp")[0]
     argv = ["reproduce", "boytsov2022", "--table", "4", "--row", "firstp", "--output", str(tmp_path),
             "--backbone", backbones["bert"], "--seeds", "0", "--passage-steps", "2", "--max-queries", "8",
             "--dataset", *[f"{k}={v}" for k, v in standins.items()]]
     assert main(argv) == 0
     folder = tmp_path / "boytsov2022-table4-firstp"
-    _check_results(folder, row)
+    _check_results(folder, row, backbones["bert"])
     assert f"wrote {folder / 'results.md'}" in capsys.readouterr().out
+    assert (tmp_path / "boytsov2022-table4-firstp" / "seed-0" / "training" / "passage-stage").is_dir()
 
 
 # (paper, table, row, how many of its columns): Robust04's folds run in the command-line test; the
-# other families run their MS MARCO or FarRelevant columns
+# other families run their MS MARCO, FarRelevant or LongEmbed columns
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
 @pytest.mark.parametrize("paper, table, name, columns", [
-    ("boytsov2022", 4, "parade-attn", 3), ("positional-bias", 1, "cedr-knrm", 4),
-    ("positional-bias", 1, "parade-transf-pretr-lateir", 1), ("positional-bias", 4, "longformer", None),
-    ("positional-bias", 4, "tinyllama-longp", 1)])
+    ("boytsov2022", 4, "parade-attn", 3), ("positional-bias", 1, "cedr-knrm", 2),
+    ("boytsov2022", 4, "parade-transf-pretr-q", 1), ("positional-bias", 4, "longformer", None),
+    ("positional-bias", 4, "tinyllama-longp", 1), ("positional-bias", 2, "firstp-electra", None),
+    ("positional-bias", 1, "e5-longp", 1)])
 def test_one_row_of_each_model_family_runs_end_to_end(paper, table, name, columns, standins, backbones, tmp_path):
     row = with_recipe(find_rows(paper, table, name)[0], seeds=(0,))
     row = dataclasses.replace(row, cells=row.cells[:columns])
     sources = Sources(tmp_path, standins, max_queries=6)
     run_row(row, tmp_path, sources, backbone=_backbone(row, backbones), passage_steps=2,
             model_options=_local(row, backbones), log=lambda _: None)
-    assert _check_results(tmp_path, row)["row"] == name
+    assert _check_results(tmp_path, row, _backbone(row, backbones))["row"] == name
 
 
 def test_a_run_file_replaces_bm25_and_a_bad_one_is_refused(standins, backbones, tmp_path):
@@ -149,3 +246,36 @@ def test_load_collection_reads_a_named_collection_from_another_id(standins):
 def test_papers_have_citations():
     assert all(p.citation and p.url.startswith("https://arxiv.org/") for p in PAPERS.values())
     assert "GPU-hours" in plan(ROWS[0])
+
+
+def _results_file(folder, row, measured: dict[str, dict[str, float]]):
+    columns = [{"column": c.name, "metric": c.metric, "published": None, "measured": measured.get(c.name, {})}
+               for c in row.columns]
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({
+        "paper": row.paper.key, "table": row.table, "row": row.name, "label": row.label, "backbone": row.backbone,
+        "seeds": [0, 1, 2], "columns": columns, "comparable": True}))
+
+
+def test_compare_prints_published_against_measured_with_the_seeds_spread(tmp_path, capsys):
+    row = find_rows("boytsov2022", 4, "maxp")[0]  # published: dev 0.392^bc, TREC DL 2019 0.648^c
+    _results_file(tmp_path / "maxp", row, {"msmarco-dev": {"0": 0.390, "1": 0.396, "2": 0.399},
+                                           "trec-dl-2019": {"0": 0.60, "1": 0.61, "2": 0.62}})
+    _results_file(tmp_path / "one-seed", find_rows("positional-bias", 4, "sump")[0],
+                  {"farrelevant-zero-shot": {"0": 0.2}, "farrelevant-fine-tuned": {"0": 0.3}})
+    assert main(["reproduce", "--compare", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "| msmarco-dev | RR@100 | 0.392^bc | 0.3950 | +0.0030 | yes (0.390-0.399) |" in printed
+    assert "| trec-dl-2019 | nDCG@10 | 0.648^c | 0.6100 | -0.0380 | no (0.600-0.620) |" in printed
+    assert "| farrelevant-zero-shot | RR | 0.211^ab | 0.2000 | -0.0110 | one seed: no spread |" in printed
+    assert "| farrelevant-fine-tuned | RR | none | 0.3000 | - | - |" in printed  # unreadable in the paper
+
+
+def test_compare_and_reproduce_name_bad_input(tmp_path, capsys):
+    (tmp_path / "results.json").write_text("[1, 2]")
+    assert main(["reproduce", "--compare", str(tmp_path)]) == 2
+    assert "not a reproduce results file" in capsys.readouterr().err
+    assert main(["reproduce", "--compare", str(tmp_path / "missing")]) == 2
+    assert "no results.json there" in capsys.readouterr().err
+    assert main(["reproduce"]) == 2
+    assert "needs a PAPER" in capsys.readouterr().err

@@ -57,7 +57,7 @@ def test_auto_and_int8_resolve_on_the_device(monkeypatch):
     assert Runtime(dtype=None, device="cpu").dtype_name() == "fp32"  # None stays fp32 on the CPU
     assert Runtime(dtype="int8", device="cpu").dtype_name() == "int8"
     with pytest.raises(ValueError, match="CPU only"):
-        Runtime(dtype="int8", device="cuda").autocast_dtype()
+        Runtime(dtype="int8", device="cpu").autocast_dtype(torch.device("cuda"))
 
 
 def test_the_passage_stage_takes_the_same_dtypes_and_bf16_still_works_with_a_warning():
@@ -97,3 +97,84 @@ def test_int8_says_that_it_reorders_rankings(tiny_bert):
     dynamic = torch.ao.nn.quantized.dynamic.Linear
     quantized = [m for m in model._replicas._copies[0].encoder.modules() if isinstance(m, dynamic)]
     assert quantized and all(m.weight().qscheme() == torch.per_channel_affine for m in quantized)
+
+
+# one rule for every option: set on the model, on its runtime or by set_parameter, checked when set
+
+VALID = {"batch_size": 4, "text_field": "body", "device": "cpu", "dtype": "fp32", "verbose": True,
+         "warn_cropping": False, "attn_implementation": "eager", "max_batch_tokens": 4096,
+         "batching": "input_order", "partial_last_layer": False, "onednn_linears": False}
+
+
+def test_every_runtime_option_is_set_the_same_three_ways(tiny_bert):
+    from pyterrier_longdoc._runtime import OPTIONS
+
+    assert set(VALID) == set(OPTIONS)
+    for how in ("attribute", "runtime", "set_parameter"):
+        model = pl.MaxP(tiny_bert, **SETTINGS)
+        for name, value in VALID.items():
+            if how == "attribute":
+                setattr(model, name, value)
+            elif how == "runtime":
+                setattr(model.runtime, name, value)
+            else:
+                model.set_parameter(name, value)
+            assert getattr(model.runtime, name) == model.get_parameter(name) == value, (how, name)
+            if name not in ("device", "attn_implementation"):  # these read what the model runs on
+                assert getattr(model, name) == value, (how, name)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("dtype", "bf17", "unknown dtype 'bf17'"), ("batch_size", 0, "batch_size must be a positive integer"),
+    ("batching", "random", "unknown batching 'random'"), ("device", "cuda", "device='cuda': no CUDA GPU"),
+    ("onednn_linears", "yes", "onednn_linears must be True or False"),
+])
+def test_a_bad_value_fails_when_set_naming_the_option_and_changes_nothing(tiny_bert, monkeypatch, name, value,
+                                                                           message):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)  # no GPU, even on a machine with one
+    model = pl.MaxP(tiny_bert, **SETTINGS)
+    before = getattr(model.runtime, name)
+    for set_it in (lambda: setattr(model, name, value), lambda: setattr(model.runtime, name, value),
+                   lambda: model.set_parameter(name, value)):
+        with pytest.raises((ValueError, TypeError), match=message):
+            set_it()
+        assert getattr(model.runtime, name) == before
+
+
+def test_a_cuda_device_on_a_machine_without_one_fails_when_set(monkeypatch):
+    # runtime.device = "cuda" was accepted on a CPU-only machine and failed at the next call
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    runtime = Runtime(device="cpu")
+    with pytest.raises(ValueError, match=r"device='cuda': no CUDA GPU is available .*use device='cpu'"):
+        runtime.device = "cuda"
+    with pytest.raises(ValueError, match=r"device='cuda:1': no CUDA GPU"):
+        runtime.device = ["cpu", "cuda:1"]
+    assert runtime.device == "cpu"
+    with pytest.raises(ValueError, match="device='cuda'"):
+        Runtime(device="cuda")
+
+
+def test_int8_on_a_gpu_fails_when_set_and_leaves_the_model_as_it_was(tiny_bert, monkeypatch):
+    model = pl.MaxP(tiny_bert, **SETTINGS)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # a GPU as far as the device check sees
+    model.runtime.device = "cuda"  # the runtime alone: the weights stay where they are until a call
+    with pytest.raises(ValueError, match="dtype='int8' .*CPU only"):
+        model.dtype = "int8"
+    assert model.runtime.dtype is None
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(window=20), r"MaxP: window 20 is smaller than the default stride 100.*pass stride=\.\.\. as well \(at most 20\)"),
+    (dict(stride=200), r"MaxP: stride 200 is larger than the default window 150.*pass window=\.\.\. as well"),
+    (dict(window=20, stride=40), r"stride \(40\) > window \(20\)"),
+])
+def test_a_window_or_stride_error_names_the_setting_given(tiny_bert, given, message):
+    # MaxP(p, window=20) failed with "stride (100) > window (20)", naming a stride the user never set
+    with pytest.raises(ValueError, match=message):
+        pl.MaxP(tiny_bert, **given)
+
+
+def test_a_saved_models_stride_is_named_as_the_models():
+    settings = {**pl.MaxP.defaults, "window": 20, "stride": 50}
+    with pytest.raises(ValueError, match=r"MaxP: window 20 is smaller than the model's stride 50"):
+        pl.MaxP.Settings.from_dict(settings, owner="MaxP", given={"window": 20})

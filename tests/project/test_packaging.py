@@ -78,3 +78,38 @@ def test_the_wheel_installs_into_a_fresh_environment_and_the_command_runs(dist, 
     assert where.returncode == 0, where.stderr
     file, artifact = where.stdout.splitlines()[-2:]
     assert file.startswith(site) and artifact == "('reranker', 'pyterrier_longdoc')"
+
+
+def test_the_license_is_declared_and_ships_in_both_distributions(dist):
+    wheel, = dist.glob("*.whl")
+    sdist, = dist.glob("*.tar.gz")
+    version = pyterrier_longdoc.__version__
+    with zipfile.ZipFile(wheel) as z:
+        metadata = z.read(f"pyterrier_longdoc-{version}.dist-info/METADATA").decode()
+        license_text = z.read(f"pyterrier_longdoc-{version}.dist-info/licenses/LICENSE").decode()
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+    assert license_text == (ROOT / "LICENSE").read_text()
+    with tarfile.open(sdist) as t:
+        top = {Path(n).parts[1] for n in t.getnames() if len(Path(n).parts) > 1}
+    assert {"LICENSE", "CITATION.cff", "setup.py"} <= top
+
+
+def test_setup_py_delegates_to_pyproject():
+    """Tools that still run ``setup.py`` get the same build: it declares nothing of its own."""
+    code = (ROOT / "setup.py").read_text()
+    assert "setup()" in code and "setup(" not in code.replace("setup()", "")
+
+
+def test_citation_file_parses_and_names_the_software_and_the_models_papers():
+    yaml = pytest.importorskip("yaml")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["type"] == "software"
+    assert citation["version"] == pyterrier_longdoc.__version__ and citation["license"] == "Apache-2.0"
+    assert citation["authors"] and citation["title"].startswith("pyterrier-longdoc")
+    titles = {reference["title"] for reference in citation["references"]}
+    for paper in ("Deeper Text Understanding for IR", "PARADE", "CEDR", "Lexical Translation Models",
+                  "Comprehensive Evaluation and Leaderboarding", "Longformer", "Big Bird",
+                  "Fine-Tuning LLaMA", "Is ChatGPT Good at Search", "Sentence-BERT"):
+        assert any(paper in title for title in titles), paper
+    for reference in citation["references"]:
+        assert reference["authors"] and reference["year"], reference["title"]
