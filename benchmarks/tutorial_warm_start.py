@@ -76,7 +76,7 @@ def rr_by_group(runs: dict, test) -> dict:
 
     values = {}
     for group, subset in (("near", test.near()), ("far", test.far())):
-        values[f"random {group}"] = expected_random_rr(runs["BM25"], subset)
+        values[f"random {group}"] = expected_random_rr(runs["BM25"], subset.topics["qid"], subset.qrels)
         table_ = pt.Experiment(list(runs.values()), subset.topics, subset.qrels, [RR], names=list(runs))
         values.update({f"{name} {group}": float(value) for name, value in zip(table_["name"], table_["RR"])})
     return values

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pyterrier_longdoc.demo import expected_random_rr
+from pyterrier_longdoc import demo
+from pyterrier_longdoc.evaluation import correct_pvalues
 from pyterrier_longdoc.evaluation import mean_interval as interval
 from pyterrier_longdoc.evaluation import per_query_values, queries_needed
+
+
+def expected_random_rr(first_stage_run: pd.DataFrame, collection) -> float:
+    """The mean RR of a random order of each query's candidates in ``first_stage_run``, over the
+    topics of ``collection`` (a collection or a subset of it: ``split``, ``near``, ``far``), computed
+    exactly: ``H(n)/n`` with one relevant document among n (0 where the first stage missed it)."""
+    return demo.expected_random_rr(first_stage_run, collection.topics["qid"], collection.qrels)
 
 
 def per_query(runs: dict[str, pd.DataFrame], collection, measure) -> pd.DataFrame:
@@ -38,4 +46,20 @@ def summary(runs: dict[str, pd.DataFrame], collection, measure, first_stage_run:
     return table
 
 
-__all__ = ["expected_random_rr", "interval", "measure_interval", "per_query", "queries_needed", "summary"]
+def one_family(tests: pd.DataFrame, controls: dict[str, pd.DataFrame] | None = None):
+    """Every test a notebook draws, corrected by Holm as one family: ``tests`` (one row per test, its
+    raw ``p-value``) and the query controls' tests (each ``query_controls`` table's p-values, whose
+    own correction covers its table only). Returns ``tests`` with ``p-value (Holm)``, and the controls
+    with their ``p-value corrected`` replaced by the family's, which ``reads_the_query`` then reads."""
+    controls = {name: table.copy() for name, table in (controls or {}).items()}
+    rows = [(name, i) for name, table in controls.items() for i, p in table["p-value"].items() if pd.notna(p)]
+    raw = [controls[name].loc[i, "p-value"] for name, i in rows] + list(tests["p-value"])
+    corrected = correct_pvalues(raw, "holm")[1]
+    for (name, i), value in zip(rows, corrected):
+        controls[name].loc[i, "p-value corrected"] = value
+    tests = tests.assign(**{"p-value (Holm)": corrected[len(rows):]})
+    print(f"one family: {len(raw)} tests ({len(rows)} of them the query controls'), Holm-corrected together")
+    return tests, controls
+
+
+__all__ = ["expected_random_rr", "interval", "one_family", "measure_interval", "per_query", "queries_needed", "summary"]

@@ -26,14 +26,25 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from pyterrier_longdoc.demo import COLLECTION as DEMO_COLLECTION
-from pyterrier_longdoc.demo import packaged_minilm
 from pyterrier_longdoc.data.synthetic import make_collection, passage_triples
+from pyterrier_longdoc.models import BiEncoderFirstP, BiEncoderMaxP
+from pyterrier_longdoc.packaged import packaged_minilm
 
-# The demo's collection (every document holds answer-shaped passages, so only a model that reads the
-# query can tell the relevant one), with 160 queries: 60 to train on, 100 to test on (50 near, 50 far);
-# five documents per query, so a random order of a query's candidates gives RR 0.457.
-COLLECTION = {**DEMO_COLLECTION, "n_queries": 160, "test_fraction": 0.625}
+# The generated collection (``make_collection``): every document of a query holds answer-shaped
+# passages (answers about other entities and other attributes), so only a model that reads the query
+# can tell the relevant one. Five documents per query of 590-640 words; near answers end within token
+# 240, inside the bi-encoder's 256-token input; far answers start after word 530, beyond token 512.
+GENERATED_COLLECTION = dict(n_queries=132, test_fraction=0.7576, docs_per_query=5, doc_words=(590, 640),
+                            near_limit=240, far_start=530, negative_kinds=("other_entity", "other_attribute"),
+                            decoys=1)
+# The tutorials' collection: the generated one with 160 queries: 60 to train on, 100 to test on (50 near,
+# 50 far); a random order of a query's five candidates gives RR 0.457.
+COLLECTION = {**GENERATED_COLLECTION, "n_queries": 160, "test_fraction": 0.625}
+# The bi-encoders of notebooks 1, 3, 5 and 7: FirstP embeds the document's start, MaxP every 240-token
+# window (disjoint: half the cost of overlapping ones); and where each can read the answer (FirstP's
+# input ends before the far answers), the groups its query controls are judged on
+MODELS = {"FirstP": (BiEncoderFirstP, {}), "MaxP": (BiEncoderMaxP, dict(window=240, stride=240))}
+GROUPS_READ = {"FirstP": ("near",), "MaxP": ("near", "far")}
 LAYERS = 2  # two of MiniLM's six layers: every model trains and scores in seconds to a minute
 SEED = 42
 # 40 steps of 8 (answer, cut) pairs with the margin loss, at 1e-4: a few dozen steps at the papers'

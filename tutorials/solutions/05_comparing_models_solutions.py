@@ -40,22 +40,18 @@ from scipy.stats import wilcoxon
 rows = {}
 for group in groups:
     values = averaged.loc[group]
-    raw = {}
     for label, (a, b) in comparisons.items():
         difference = values[a] - values[b]
-        raw[label] = 1.0 if (difference == 0).all() else wilcoxon(values[a], values[b]).pvalue  # zeros: no test
-    corrected = dict(zip(raw, correct_pvalues(list(raw.values()), "holm")[1]))
-    for label in comparisons:
-        rows[group, label] = {"t-test, corrected": tests.loc[(group, label), "p-value corrected"],
-                              "Wilcoxon, corrected": corrected[label]}
+        wilcoxon_p = 1.0 if (difference == 0).all() else wilcoxon(values[a], values[b]).pvalue  # zeros: no test
+        rows[group, label] = {"t-test": tests.loc[(group, label), "p-value"], "Wilcoxon": wilcoxon_p}
 both = pd.DataFrame(rows).T
 print(both.round(4))
-agree = ((both["t-test, corrected"] < 0.05) == (both["Wilcoxon, corrected"] < 0.05))
-print("same verdict at 0.05:", int(agree.sum()), "of", len(agree))
-assert both.loc[("far", "MaxP vs FirstP"), "Wilcoxon, corrected"] < 0.05  # the far gap holds under both tests
+agree = ((both["t-test"] < 0.05) == (both["Wilcoxon"] < 0.05))
+print("same verdict at 0.05 (uncorrected):", int(agree.sum()), "of", len(agree))
 # The signed-rank test drops the queries whose difference is 0 (many here: both models rank the
 # answer first, or both miss it) and uses only the ranks of the others, so it can disagree with the
-# t-test on small differences; the large far-query gap holds under both.
+# t-test on small differences. (Compared uncorrected: swapping the test inside the notebook's family
+# would change the family, and its correction, too.)
 
 # %% Exercise 4: MaxP reading the first 512 tokens only
 cls, settings = models["MaxP"]
