@@ -176,7 +176,7 @@ class Trainer(CheckpointedRun):
             self.evaluate()  # the start: what training must beat
         scoring = scoring_module(self.reranker, self.world)
         progress = pt.tqdm(total=self.total_steps, initial=self.global_step, unit="step",
-                           desc=f"fit {type(self.reranker).__name__}", disable=not self.reranker.verbose or self.rank)
+                           desc=f"fit {type(self.reranker).__name__}", disable=self.reranker.verbose is False or self.rank)
         with progress:
             for epoch in range(self.global_step // self.steps_per_epoch, self.args.epochs):
                 if self.stopped():

@@ -126,6 +126,15 @@ def test_resuming_with_other_model_settings_or_another_model_is_refused(tiny_ber
     assert history["step"].iloc[0] == 1  # trained from the start with the new settings
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")
+def test_fit_shows_a_progress_bar_unless_verbose_is_false(tiny_bert, capsys):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
+    assert "fit MaxP" in capsys.readouterr().err
+    new_model(tiny_bert, verbose=False).fit(topics, qrels, candidates, **FAST)
+    assert "fit MaxP" not in capsys.readouterr().err
+
+
 def test_losses_check_their_inputs():
     scores = torch.tensor([[2.0, 0.5, 1.5]])
     assert MarginLoss()(scores).item() == pytest.approx(0.0 + 0.5)
