@@ -1,9 +1,16 @@
 """Checks of the files the library reads (models, documents, topics), and the error naming a bad one."""
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import hashlib
 import json
+import os
+import shutil
 import struct
+import sys
+import tempfile
 from pathlib import Path
 
 
@@ -52,3 +59,63 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+SAVING_PREFIX = ".saving-"
+
+
+@contextlib.contextmanager
+def replaced_folder(path: Path):
+    """Yields a new, empty folder beside ``path`` to write a saved model into; when the block
+    finishes, that folder becomes ``path`` in one step, so that a kill at any moment leaves the old
+    folder or the complete new one at ``path``, never a mix of the two. Entries of the old folder
+    the new one does not have (a recipe's ``passage-stage``, files of the user's) are moved into the
+    new folder, as writing in place would have kept them. If the block fails, ``path`` is untouched."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file: a model is saved as a folder; choose another path")
+    new = Path(tempfile.mkdtemp(prefix=f"{SAVING_PREFIX}{path.name}-", dir=path.parent))
+    try:
+        yield new
+        if not path.exists():
+            os.replace(new, path)
+            return
+        _exchange(new, path)  # `new` now holds the old folder
+        for entry in sorted(new.iterdir()):
+            if not os.path.lexists(path / entry.name):
+                os.replace(entry, path / entry.name)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    shutil.rmtree(new, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swaps two folders atomically (Linux's renameat2 with RENAME_EXCHANGE); where that is missing
+    (another system, or a file system without it), two renames, the old folder kept until the second
+    one is done: only a kill between them leaves ``b`` missing, with both versions beside it."""
+    if _renameat2 is not None:
+        if _renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
+            return
+        if ctypes.get_errno() not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(ctypes.get_errno(), f"cannot replace {b} by {a}: {os.strerror(ctypes.get_errno())}")
+    parked = Path(tempfile.mkdtemp(prefix=f"{SAVING_PREFIX}{b.name}-old-", dir=b.parent))
+    os.rmdir(parked)
+    os.replace(b, parked)
+    os.replace(a, b)
+    os.replace(parked, a)
+
+
+def _libc_renameat2():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return function
+
+
+_renameat2 = _libc_renameat2()

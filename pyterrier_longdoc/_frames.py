@@ -29,7 +29,17 @@ def input_frame(inp: pd.DataFrame, columns: list[str], context) -> pd.DataFrame:
     per name (a second ``text`` or ``qid`` column would be read as a frame, not values)."""
     import pyterrier as pt
 
-    pt.validate.columns(inp, includes=columns, context=context)
+    try:
+        pt.validate.columns(inp, includes=columns, context=context)
+    except pt.validate.InputValidationError as error:
+        text = [c for c in columns if c not in ("qid", "query", "docno") and c not in inp.columns]
+        if not text or "docno" not in inp.columns:
+            raise
+        # the usual slip: a first stage's results (qid, docno) reach a model before any text does
+        raise pt.validate.InputValidationError(
+            f"{error.args[0]} The documents' {text[0]!r} column is missing: add a text loader before the model, "
+            f"e.g. bm25 >> pyterrier_longdoc.TextLoader(documents) >> model, or bm25 >> "
+            f"pt.text.get_text(dataset, {text[0]!r}) >> model.", error.modes) from None
     unique_columns(inp, f"{context!r}")
     return inp
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._files import replaced_folder
 from ._weights import save_cross_encoder
 
 
@@ -16,14 +17,18 @@ class Publishing:
         """``config.json`` (the encoder's transformers config, this library's fields under
         ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card
         (``README.md``) and ``pt_meta.json``, which makes the folder a PyTerrier artifact:
-        ``pt.Artifact.load(path)`` loads it."""
+        ``pt.Artifact.load(path)`` loads it.
+
+        Saving over a saved model is atomic: the new folder is written beside ``path`` and takes
+        its place in one step, so an interrupted save leaves the old model, never a mix; other
+        entries of the old folder (a recipe's ``passage-stage``) are kept."""
         from ._card import artifact_metadata, model_card
 
-        path = Path(path)
         self.settle_parameters()
-        self.model.save_pretrained(path, self.config)
-        (path / "README.md").write_text(model_card(self))
-        (path / "pt_meta.json").write_text(artifact_metadata(self))
+        with replaced_folder(Path(path)) as folder:  # a kill at any moment leaves the old model or the new one
+            self.model.save_pretrained(folder, self.config)
+            (folder / "README.md").write_text(model_card(self))
+            (folder / "pt_meta.json").write_text(artifact_metadata(self))
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
         """Writes the window scorer as a standard sequence-classification folder, which

@@ -80,7 +80,8 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
             CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the encoder's linear
             layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
             The measured numbers are in ``benchmarks/results/``.
-        verbose: show a progress bar (counted in documents).
+        verbose: show a progress bar (counted in documents); the default None shows one only while
+            ``fit`` trains (counted in steps), ``False`` none at all.
         warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
             warns for every model but FirstP, whose definition is to read the start only.
         trust_remote_code: passed to HuggingFace; off unless you pass it.
@@ -124,7 +125,7 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = Runtime.batch_size,
                  text_field: str = "text", device: str | torch.device | list | None = None,
-                 dtype: str | torch.dtype | None = None, verbose: bool = False, warn_cropping: bool | None = None,
+                 dtype: str | torch.dtype | None = None, verbose: bool | None = None, warn_cropping: bool | None = None,
                  trust_remote_code: bool = False, verify_weights: bool = True, fit_options: dict | None = None,
                  seed: int | None = None, attn_implementation: str | None = None,
                  max_batch_tokens: int | None = None, **settings):

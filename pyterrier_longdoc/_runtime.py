@@ -54,7 +54,7 @@ class Runtime:
     text_field: str = "text"
     device: str | torch.device | list | None = None
     dtype: str | torch.dtype | None = None
-    verbose: bool = False
+    verbose: bool | None = None  # None: quiet scoring, a progress bar while fit trains; False: both quiet
     warn_cropping: bool | None = None  # None: the model's own default
     attn_implementation: str | None = None
     max_batch_tokens: int | None = None

@@ -191,7 +191,8 @@ def _per_query(systems: dict, seeds: list[int], topics, qrels, eval_metrics, opt
                 if not _fixed(system):
                     raise TypeError(f"system {name!r} for seed {seed} is a {type(system).__name__}, not a "
                                     "pt.Transformer or a result frame")
-                once = pt.Experiment([system], topics, qrels, eval_metrics, names=[name], perquery=True, **options)
+                once = pt.Experiment([_str_ids(system)], _str_ids(topics), _str_ids(qrels), eval_metrics, names=[name],
+                                     perquery=True, **options)
                 del system  # one seed's model in memory at a time
             frames.append(once.assign(seed=seed))
     frame = pd.concat(frames, ignore_index=True)
@@ -310,7 +311,8 @@ __all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain", "query_con
 def per_query_values(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.DataFrame:
     """One row per query of ``topics``, one column per run of ``runs`` (name -> result frame, in
     that order): the runs' per-query values of ``measure``, from ``pt.Experiment(perquery=True)``."""
-    frame = pt.Experiment(list(runs.values()), topics, qrels, [measure], names=list(runs), perquery=True)
+    frame = pt.Experiment([_str_ids(run) for run in runs.values()], _str_ids(topics), _str_ids(qrels), [measure],
+                          names=list(runs), perquery=True)
     return frame.pivot_table(index="qid", columns="name", values="value")[list(runs)]
 
 
@@ -449,6 +451,15 @@ def _values_per_query(run: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.Ser
                            "relevance": qrels["label"].astype(int)})
     results = [(r.query_id, r.value) for r in ir_measures.iter_calc([measure], judged, scored)]
     return pd.Series(dict(results), dtype=float)
+
+
+def _str_ids(frame_or_system):
+    """Query ids and docnos as strings (a frame; a transformer's output): pt.Experiment matches a run
+    with its qrels by value, so int docnos in the qrels and str ones in the run would silently match
+    nothing (RR 0), as fit's validation already avoids."""
+    if isinstance(frame_or_system, pd.DataFrame):
+        return frame_or_system.astype({c: str for c in ("qid", "docno") if c in frame_or_system.columns})
+    return frame_or_system >> pt.apply.generic(_str_ids)
 
 
 def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:

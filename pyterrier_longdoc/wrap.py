@@ -115,6 +115,9 @@ class LongDoc(pt.Transformer):
     def __init__(self, scorer: pt.Transformer, *, aggregation: str = "max", window_words: int | None = None,
                  stride_words: int | None = None, k: int = 3, text_field: str = "text", tokenizer=None,
                  window: int | None = None, stride: int | None = None):
+        if not isinstance(scorer, pt.Transformer) and not callable(getattr(scorer, "transform", None)):
+            raise TypeError(f"LongDoc wraps a PyTerrier transformer that scores passages (e.g. a CrossEncoder "
+                            f"reranker, or pt.apply.doc_score(...)), got {type(scorer).__name__} {scorer!r:.60}")
         window, stride = _lengths(window_words, stride_words, window, stride, tokenizer)
         names = _length_names(tokenizer)
         for name, value in (("aggregation", aggregation), (names[0], window), (names[1], stride), ("k", k),

@@ -99,7 +99,15 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
             PassageArguments.from_options(options, where="train_long_document_ranker: passage_options")
         if passages is None:
             passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
-        warm_start = train_passage_ranker(backbone, passages, output_dir / "passage-stage", **options)
+        stage, key = output_dir / "passage-stage", _passage_stage_key(backbone, passages, options)
+        if key is not None and _complete_stage(stage, key):
+            print(f"train_long_document_ranker: the passage stage in {stage} is complete (the same backbone, triples "
+                  "and options): reused, not trained again")
+            warm_start = str(stage)
+        else:
+            warm_start = train_passage_ranker(backbone, passages, stage, **options)
+            if key is not None:
+                (stage / PASSAGE_STAGE_KEY).write_text(key)
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                    "triples": len(passages), **_passage_losses(warm_start)}
     started, cpu = time.time(), time.process_time()
@@ -122,6 +130,27 @@ def _saved(model, model_class, output_dir: Path, options: dict):
     saved.history, saved.training_data, saved.training_options = (model.history, model.training_data,
                                                                   model.training_options)
     return saved
+
+
+PASSAGE_STAGE_KEY = "recipe_stage.json"  # what a complete passage stage was trained from
+
+
+def _passage_stage_key(backbone, passages, options: dict) -> str | None:
+    """The backbone, the triples' fingerprint and the options of a passage stage, as JSON; None
+    for triples that are not a frame (an iterable is read once: that stage is always trained)."""
+    import json
+
+    from .checkpoints import fingerprint
+
+    if not isinstance(passages, pd.DataFrame):
+        return None
+    return json.dumps({"backbone": str(backbone), "triples": fingerprint(triples=passages.reset_index(drop=True)),
+                       "options": options}, default=repr, sort_keys=True)
+
+
+def _complete_stage(stage: Path, key: str) -> bool:
+    marker = stage / PASSAGE_STAGE_KEY
+    return marker.is_file() and (stage / "config.json").is_file() and marker.read_text() == key
 
 
 def _passage_losses(folder: str) -> dict:

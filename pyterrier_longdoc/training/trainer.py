@@ -13,6 +13,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
+from .._config import ModelConfig
 from .._warn import warn
 from .arguments import TrainingArguments
 from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint
@@ -76,6 +77,7 @@ class CheckpointedRun:
         if state["options"] != options:
             raise ValueError(f"{path} was written with other training options {state['options']}; "
                              f"use another checkpoint_dir, the same options ({options}), or restart=True")
+        self.same_model(path)
         saved = state.get("data")
         if saved is None:
             warn(f"{path} does not record its training data (an older version wrote it); resuming without "
@@ -84,6 +86,29 @@ class CheckpointedRun:
             changed = [name for name in self.data.fingerprint if saved.get(name) != self.data.fingerprint[name]]
             raise ValueError(f"{path} was written for other training data (the {', '.join(changed)} differ); "
                              "use another checkpoint_dir, the same data, or restart=True to train from the start")
+
+    def same_model(self, path: Path) -> None:
+        """Refuses a checkpoint of another model class or other model settings (``window``,
+        ``max_doc_tokens``, ...): its weights would load, but the run would go on as another model."""
+        import json
+
+        try:
+            saved = ModelConfig.read(path)
+        except ValueError:
+            return  # a damaged config.json: loading the weights names it
+        if saved is None:
+            return
+        current = self.reranker.config
+        if saved.model != current.model:
+            raise ValueError(f"{path} was written by a {saved.model!r} model, not this {current.model!r}; use another "
+                             f"checkpoint_dir, a {saved.model!r} model, or restart=True to train from the start")
+        plain = json.loads(json.dumps(current.settings))  # tuples as config.json holds them
+        changed = {name: (saved.settings[name], value) for name, value in plain.items()
+                   if name in saved.settings and saved.settings[name] != value}  # older versions lack newer settings
+        if changed:
+            listed = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in sorted(changed.items()))
+            raise ValueError(f"{path} was written with other model settings ({listed}); use another checkpoint_dir, "
+                             "the same settings, or restart=True to train from the start")
 
     def checkpoint(self) -> None:
         if self.directory is not None:
@@ -151,7 +176,7 @@ class Trainer(CheckpointedRun):
             self.evaluate()  # the start: what training must beat
         scoring = scoring_module(self.reranker, self.world)
         progress = pt.tqdm(total=self.total_steps, initial=self.global_step, unit="step",
-                           desc=f"fit {type(self.reranker).__name__}", disable=not self.reranker.verbose or self.rank)
+                           desc=f"fit {type(self.reranker).__name__}", disable=self.reranker.verbose is False or self.rank)
         with progress:
             for epoch in range(self.global_step // self.steps_per_epoch, self.args.epochs):
                 if self.stopped():

@@ -29,6 +29,14 @@ def frame(texts, queries=None):
                          "docno": [f"d{i}" for i in range(len(texts))], "text": texts})
 
 
+def test_a_first_stages_results_without_text_name_the_text_loader(maxp):
+    import pyterrier as pt
+
+    results = frame(["red cat"]).drop(columns="text")  # what bm25 gives: qid, query, docno
+    with pytest.raises(pt.validate.InputValidationError, match=r"'text' column is missing.*TextLoader.*get_text"):
+        maxp(results)
+
+
 @pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
 @pytest.mark.parametrize("column", ["text", "query"])
 def test_missing_text_or_query_names_the_column_and_rows(maxp, column, missing):

@@ -170,3 +170,15 @@ def test_comparison_statistics_over_queries():
     assert queries_needed(0.3, 0.37) == 12
     with pytest.raises(ValueError, match="difference must be > 0"):
         queries_needed(0.0, 0.3)
+
+
+def test_int_docnos_in_the_qrels_match_str_docnos_in_the_run():
+    from pyterrier_longdoc.evaluation import per_query_values
+
+    topics = pd.DataFrame({"qid": ["1", "2"], "query": ["a", "b"]})
+    run = pd.DataFrame({"qid": ["1", "1", "2", "2"], "docno": ["10", "11", "20", "21"], "score": [2.0, 1.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"qid": [1, 2], "docno": [11, 20], "label": [1, 1]})  # ints, as read from a CSV
+    values = per_query_values({"run": run}, topics, qrels, RR)
+    assert values["run"].to_dict() == {"1": 0.5, "2": 1.0}
+    seeds = multi_seed_experiment({"run": lambda seed: run}, topics, qrels, [RR], seeds=[0, 1])
+    assert seeds["RR"].iloc[0] == pytest.approx(0.75)

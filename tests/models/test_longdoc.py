@@ -222,3 +222,9 @@ def test_longdoc_stride_beyond_window_reads_nothing_with_a_warning():
     assert run["docno"].tolist() == [FAILED_SETTING_DOCNO] * 2 and run["qid"].tolist() == ["q0", "q1"]
     wrapped.set_parameter("window_words", 100)  # the grid's next value makes it valid
     assert len(wrapped(candidates)) == len(candidates)
+
+
+@pytest.mark.parametrize("scorer", ["not a transformer", 42, None])
+def test_longdoc_refuses_what_is_not_a_transformer_when_built(scorer):
+    with pytest.raises(TypeError, match="LongDoc wraps a PyTerrier transformer"):
+        LongDoc(scorer)

@@ -151,3 +151,27 @@ def test_the_recipe_saves_the_trained_model_in_its_output_dir(tiny_bert, tmp_pat
     loaded = pt.Artifact.load(str(tmp_path / "recipe"))
     assert isinstance(loaded, pl.MaxP)
     np.testing.assert_allclose(loaded.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit
+def test_running_a_finished_recipe_again_reuses_its_passage_stage(tiny_bert, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from pyterrier_longdoc.training import passage
+
+    recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
+    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
+    trained = []
+    original = passage.train_passage_ranker
+    monkeypatch.setattr(passage, "train_passage_ranker", lambda *args, **kwargs: trained.append(1) or original(*args, **kwargs))
+    topics, qrels, candidates = documents_task()
+    run = dict(output_dir=tmp_path / "recipe", model_options=TOY_SETTINGS, dtype="fp32")
+    train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run)
+    assert len(trained) == 1 and "reused" not in capsys.readouterr().out
+    _, report = train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run)
+    assert len(trained) == 1 and "is complete" in capsys.readouterr().out
+    assert report["passage stage"]["triples"] > 0
+    train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run, seed=3)
+    assert len(trained) == 2  # other options: trained again

@@ -110,6 +110,31 @@ def test_resuming_with_other_options_is_refused(tiny_bert, tmp_path):
         new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **{**FAST, "lr": 1.0})
 
 
+def test_resuming_with_other_model_settings_or_another_model_is_refused(tiny_bert, tmp_path):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    options = dict(FAST, epochs=2, queries_per_step=1, checkpoint_every=1)
+    with pytest.raises(Interrupt):
+        new_model(tiny_bert).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, callback=stop_at(1), **options)
+    changed = new_model(tiny_bert)
+    changed.set_parameter("window", 8)
+    changed.set_parameter("stride", 4)
+    with pytest.raises(ValueError, match=r"other model settings \(stride 6 -> 4, window 12 -> 8\).*restart=True"):
+        changed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **options)
+    with pytest.raises(ValueError, match="written by a 'maxp' model, not this 'sump'"):
+        new_model(tiny_bert, pl.SumP).fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **options)
+    history = changed.fit(topics, qrels, candidates, checkpoint_dir=tmp_path, **options, restart=True)
+    assert history["step"].iloc[0] == 1  # trained from the start with the new settings
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")
+def test_fit_shows_a_progress_bar_unless_verbose_is_false(tiny_bert, capsys):
+    topics, qrels, candidates = toy_task(n_queries=2)
+    new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
+    assert "fit MaxP" in capsys.readouterr().err
+    new_model(tiny_bert, verbose=False).fit(topics, qrels, candidates, **FAST)
+    assert "fit MaxP" not in capsys.readouterr().err
+
+
 def test_losses_check_their_inputs():
     scores = torch.tensor([[2.0, 0.5, 1.5]])
     assert MarginLoss()(scores).item() == pytest.approx(0.0 + 0.5)
