@@ -12,8 +12,9 @@ are the same in every seed.
 
 Writes ``prose-seeds.json`` and ``.md`` into ``--results`` (with machine, date, commit and time
 taken): per system and query group, the RR averaged over seeds per query with its 95% interval over
-the queries and the seeds' range; each trained model against FirstP and against its zero-shot start
-(the paired difference of the seed-averaged per-query RR, with its 95% interval); the query controls'
+the queries and the seeds' range, the zero-shot starts' too; each trained model against FirstP and
+against its zero-shot start (the paired difference of the seed-averaged per-query RR, with its 95%
+interval); the query controls'
 verdict per seed; each run's conclusions; and the CPU seconds of each stage per seed.
 """
 from __future__ import annotations
@@ -95,15 +96,10 @@ def summarise(runs: dict) -> dict:
             rows.append({"group": group, "system": system, "queries": len(values), "RR": mean, "low": low,
                          "high": high, "seed min": min(by_seed), "seed max": max(by_seed)})
         for name in TRAINED:
-            starts = [float(pd.DataFrame(run["tables"][group]).set_index("name").loc[name, "zero-shot RR"])
-                      for run in runs.values()]
-            for against in ("FirstP",) if name != "FirstP" else ():
+            for against in ("FirstP", f"zero-shot {name}") if name != "FirstP" else ("zero-shot FirstP",):
                 mean, low, high = mean_interval(values[name] - values[against])
                 differences.append({"group": group, "system": name, "against": against, "difference": mean,
                                     "low": low, "high": high})
-            differences.append({"group": group, "system": name, "against": "zero-shot start (RR by seed)",
-                                "difference": float(values[name].mean()) - sum(starts) / len(starts),
-                                "low": None, "high": None, "starts": starts})
     return {"rr": rows, "differences": differences, "controls": controls_by_seed(runs),
             "conclusions": {seed: run["conclusions"] for seed, run in runs.items()},
             "cpu_seconds": {seed: stage_seconds(run) for seed, run in runs.items()}}
@@ -132,15 +128,15 @@ def stage_seconds(run: dict) -> dict:
 
 def markdown(summary: dict) -> str:
     rr = pd.DataFrame(summary["rr"]).round(3)
-    differences = pd.DataFrame(summary["differences"]).drop(columns="starts", errors="ignore").round(3)
+    differences = pd.DataFrame(summary["differences"]).round(3)
     controls = pd.DataFrame(summary["controls"]).round(3)
     conclusions = pd.DataFrame(summary["conclusions"]).rename(columns=lambda s: f"seed {s}")
     seconds = pd.DataFrame(summary["cpu_seconds"]).rename(columns=lambda s: f"seed {s}")
     return "\n\n".join([
         "RR per system and group: each query's RR averaged over the seeds, the mean with its 95% interval over the "
         "queries, and the range of the seeds' means:\n\n" + rr.to_markdown(index=False),
-        "Paired differences of the seed-averaged per-query RR (95% interval), and each trained model against its "
-        "zero-shot start (the start's RR in each seed):\n\n" + differences.to_markdown(index=False),
+        "Paired differences of the seed-averaged per-query RR (95% interval): each trained model against FirstP "
+        "and against its zero-shot start:\n\n" + differences.to_markdown(index=False),
         "Query controls per seed (RR with the real query, another query's text, the constant query, a random "
         "order; the library's reads_the_query):\n\n" + controls.to_markdown(index=False),
         "The demo's conclusions per seed:\n\n" + conclusions.to_markdown(),
