@@ -62,7 +62,7 @@ def test_predict_gives_what_cross_encoder_predict_gives(pair):
     # apply_softmax touches several labels only, in CrossEncoder too
     np.testing.assert_allclose(ours.predict(pairs, apply_softmax=True), ours.predict(pairs))
     np.testing.assert_allclose(theirs.predict(pairs, apply_softmax=True), theirs.predict(pairs))
-    assert ours.batch_size == 16 and ours.verbose is False  # the call's options were for that call only
+    assert ours.batch_size == 16 and ours.verbose is None  # the call's options were for that call only
 
 
 def test_rank_gives_what_cross_encoder_rank_gives(pair):
