@@ -66,6 +66,7 @@ def main(argv=None) -> int:
     summary = summarise(runs)
     text = markdown(summary)
     stem = Path(args.results) / ("prose-seeds-quick" if args.quick else "prose-seeds")
+    stem.parent.mkdir(parents=True, exist_ok=True)
     from _common import commit, machine
 
     header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
