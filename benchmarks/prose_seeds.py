@@ -131,7 +131,7 @@ def markdown(summary: dict) -> str:
     rr = pd.DataFrame(summary["rr"]).round(3)
     differences = pd.DataFrame(summary["differences"]).round(3)
     controls = pd.DataFrame(summary["controls"]).round(3)
-    conclusions = pd.DataFrame(summary["conclusions"]).rename(columns=lambda s: f"seed {s}")
+    conclusions = pd.DataFrame(summary["conclusions"]).replace({True: "yes", False: "no"}).rename(columns=lambda s: f"seed {s}")
     seconds = pd.DataFrame(summary["cpu_seconds"]).rename(columns=lambda s: f"seed {s}")
     return "\n\n".join([
         "RR per system and group: each query's RR averaged over the seeds, the mean with its 95% interval over the "
