@@ -1,6 +1,6 @@
 """Where a window-based model looked: per document, every window's score (FirstP, MaxP, SumP, the
-k-max average, LongP's one window) or attention weight (PARADE-Attn), and the window that counts
-most, with its token span and text.
+k-max average, LongP's one window, the bi-encoders' similarities) or attention weight (PARADE-Attn),
+and the window that counts most, with its token span and text.
 
 The explanation comes from ``transform``'s own scoring call: the aggregator's inputs are caught on
 their way in and its ``window_weights`` (the step its ``forward`` scores from) read from them, so
@@ -29,7 +29,7 @@ def explain(reranker, frame: pd.DataFrame) -> pd.DataFrame:
     if column is None:
         raise TypeError(f"{type(reranker).__name__}.explain: its aggregation ({type(aggregator).__name__}) mixes "
                         "the windows, so no window has a weight of its own; FirstP, MaxP, SumP, KMaxAvgP, LongP, "
-                        "their LLM forms and ParadeAttn explain their windows")
+                        "their LLM and bi-encoder forms and ParadeAttn explain their windows")
     input_frame(frame, ["qid", "query", "docno", reranker.text_field], reranker)
     reranker.settle_parameters()  # settings that do not work together: an error, not a placeholder run
     weights: list[np.ndarray] = []

@@ -47,11 +47,11 @@ class DocumentScoring:
 
     def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Where the model looked: ``transform(frame)``'s results, the same scores, with each
-        document's windows, every window's score (FirstP, MaxP, SumP, KMaxAvgP) or attention weight
-        (PARADE-Attn), and the window that counts most, its token span and text (columns
-        ``windows``, ``window_scores`` or ``window_attention``, ``best_window``, ``best_start``,
-        ``best_end``, ``best_text``). A model whose aggregation mixes the windows (PARADE-Max,
-        -CNN, -Transformer, ...) raises a TypeError."""
+        document's windows, every window's score (FirstP, MaxP, SumP, KMaxAvgP, the bi-encoders)
+        or attention weight (PARADE-Attn), and the window that counts most, its token span and
+        text (columns ``windows``, ``window_scores`` or ``window_attention``, ``best_window``,
+        ``best_start``, ``best_end``, ``best_text``). A model whose aggregation mixes the windows
+        (PARADE-Max, -CNN, -Transformer, ...) raises a TypeError."""
         return explain_windows(self, frame)
 
     def autocast(self):

@@ -53,6 +53,15 @@ def test_window_scores_make_the_transform_score(cls, tiny_bert, monkeypatch):
         assert explained["windows"].map(len).min() > 1
 
 
+def test_bi_encoder_maxp_gives_each_windows_similarity(tiny_bert):
+    _, _, candidates = toy_task(n_queries=2)
+    model = pl.BiEncoderMaxP(tiny_bert, window=12, stride=6, max_doc_tokens=64)
+    explained = explained_and_transformed(model, candidates)
+    check_windows(model, explained, "window_scores")
+    for _, row in explained.iterrows():
+        assert max(row["window_scores"]) == pytest.approx(row["score"], abs=1e-5)
+
+
 def test_parade_attn_gives_its_attention_over_the_windows(tiny_bert):
     _, _, candidates = toy_task(n_queries=2)
     model = new_model(tiny_bert, pl.ParadeAttn)
