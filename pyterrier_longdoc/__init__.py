@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and 
                           ParadeTransformerPretrained,
                           ParadeTransformerQ, RankGPT, SumP, TextLoader, UntrainedHeadWarning, load_collection,
                           mean_interval, model_class, multi_seed_experiment, per_query_values, queries_needed,
-                          query_controls, reads_the_query, registered_models)
+                          query_controls, reads_the_query, registered_models, grid_scan)
 
 __all__ = [
     "__version__", "LongDocReranker", "UntrainedHeadWarning", "LongDocWarning", "LongDocDeprecationWarning",
@@ -25,6 +25,7 @@ __all__ = [
     "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
     "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "RankGPT",
     "multi_seed_experiment", "per_query_values", "mean_interval", "queries_needed", "query_controls", "reads_the_query",
+    "grid_scan",
     "load_collection", "LongDocCollection", "Collection", "TextLoader",
 ]
 

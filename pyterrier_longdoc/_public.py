@@ -6,8 +6,8 @@ from ._version import __version__
 from .data.collection import Collection
 from .data.datasets import LongDocCollection, load_collection
 from .data.documents import TextLoader
-from .evaluation import (mean_interval, multi_seed_experiment, per_query_values, queries_needed, query_controls,
-                         reads_the_query)
+from .evaluation import (mean_interval, multi_seed_experiment, per_query_values, queries_needed, grid_scan,
+                         query_controls, reads_the_query)
 from .listwise import RankGPT
 from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
                      KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,

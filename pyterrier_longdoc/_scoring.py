@@ -6,10 +6,12 @@ import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pandas as pd
 import pyterrier as pt
 import torch
 
 from ._batching import forget_fitted_batch_size
+from ._explain import explain as explain_windows
 from ._runtime import release_freed_memory
 from ._warn import CroppingWarning, warn
 
@@ -42,6 +44,15 @@ class DocumentScoring:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         self.settle_parameters()
         return self.model.chunk_spans(text)
+
+    def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Where the model looked: ``transform(frame)``'s results, the same scores, with each
+        document's windows, every window's score (FirstP, MaxP, SumP, KMaxAvgP, the bi-encoders)
+        or attention weight (PARADE-Attn), and the window that counts most, its token span and
+        text (columns ``windows``, ``window_scores`` or ``window_attention``, ``best_window``,
+        ``best_start``, ``best_end``, ``best_text``). A model whose aggregation mixes the windows
+        (PARADE-Max, -CNN, -Transformer, ...) raises a TypeError."""
+        return explain_windows(self, frame)
 
     def autocast(self):
         if self.autocast_dtype is None:

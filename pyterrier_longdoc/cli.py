@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import json
 import math
@@ -55,6 +56,7 @@ def read_topics(path: str) -> pd.DataFrame:
 
     lines = list(_lines(path))
     if any("<top>" in line.lower() for _, line in lines[:50]):
+        _check_top_tags(path, lines)
         try:
             topics = pt.io.read_topics(path, format="trec")[["qid", "query"]]
         except Exception as e:  # the SGML reader's errors carry no line
@@ -79,6 +81,21 @@ def read_topics(path: str) -> pd.DataFrame:
         number = lines[repeated.index[0]][0]
         raise MalformedInputError(path, number, f"qid {repeated.iloc[0]!r} is given twice")
     return topics
+
+
+def _check_top_tags(path: str, lines) -> None:
+    """Every ``<top>`` closed by a ``</top>`` before the next one: PyTerrier's reader silently lets an
+    unclosed topic run into the next (or the end of the file)."""
+    opened = None  # the line of the <top> not yet closed
+    tags = ((number, closing) for number, line in lines for closing in re.findall(r"<(/?)top>", line, re.IGNORECASE))
+    for number, closing in tags:
+        if closing and opened is None:
+            raise MalformedInputError(path, number, "</top> without a <top> before it")
+        if not closing and opened is not None:
+            raise MalformedInputError(path, opened, f"<top> not closed by a </top> before the next <top> (line {number})")
+        opened = None if closing else number
+    if opened is not None:
+        raise MalformedInputError(path, opened, "<top> not closed by a </top> before the end of the file")
 
 
 def _topic_line(path: str, qid: str) -> int | None:
@@ -288,6 +305,30 @@ def write_run(results: pd.DataFrame, path: str, name: str) -> None:
     pt.io.write_results(results.assign(rank=results["rank"] + 1), path, run_name=name)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Unknown options fail first, with the closest known one: argparse reports the missing required
+    options before unknown ones, so ``--modle`` read as "--model is required"."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # --mod is not --model (a prefix would change meaning later)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        commands = {name for action in self._actions if isinstance(action, argparse._SubParsersAction)
+                    for name in action.choices}
+        for arg in args:
+            if arg == "--" or arg in commands:  # the rest is a subcommand's, or not options
+                break
+            option = arg.split("=", 1)[0]  # argparse's test of what looks like an option
+            looks_like_one = option.startswith("-") and option != "-" and " " not in arg
+            if looks_like_one and not self._negative_number_matcher.match(arg) \
+                    and option not in self._option_string_actions:
+                close = difflib.get_close_matches(option, list(self._option_string_actions), n=1, cutoff=0.6)
+                self.error(f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else ""))
+        return super().parse_known_args(args, namespace)
+
+
 class _Version(argparse.Action):
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
@@ -300,13 +341,11 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # the docstring's reStructuredText literals, as plain text for the terminal
-    # allow_abbrev=False: --mod is not --model (a prefix would change meaning when an option is added)
-    parser = argparse.ArgumentParser(prog="pyterrier-longdoc", description=__doc__.replace("``", ""),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    parser = _Parser(prog="pyterrier-longdoc", description=plain_text(__doc__),
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version, help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", required=True,
-                                     parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                     help="what to do (add --help after one for its options)")
 
     demo = commands.add_parser("demo", help="train FirstP, MaxP and PARADE-Attn on the shipped WordNet prose and "
                                             "compare them, with query controls, offline")
@@ -321,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")
 
-    runtime = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    runtime = _Parser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
     runtime.add_argument("--run", help="candidates: a first-stage run in TREC format")
     runtime.add_argument("--lucene-index", help="candidates: BM25 over a Pyserini Lucene index (needs the [pyserini] "
@@ -331,10 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "id/contents) or a folder of them; default with --lucene-index: its stored text")
     runtime.add_argument("--text-field", default="text", help="the documents' field to use as text (default text)")
     runtime.add_argument("--top-k", type=int, help="candidates per query (default: all of a run, 100 from an index)")
-    runtime.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    runtime.add_argument("--device")
-    runtime.add_argument("--dtype", choices=DTYPES, help="precision (default: bf16 or fp16 on CUDA, else fp32; "
-                                                          "auto: also bf16 on CPUs that compute it natively)")
+    _add_device_options(runtime)
 
     train = commands.add_parser("train", parents=[runtime], help="fine-tune a model end to end and save it")
     train.add_argument("--model", required=True, help="a model name (see the models command)")
@@ -342,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--qrels", required=True, help="TREC qrels")
     train.add_argument("--output", required=True, help="directory to save the trained model to")
     train.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="model settings, e.g. window=150")
-    train.add_argument("--epochs", type=int, default=1)
+    train.add_argument("--epochs", type=int, default=1, help="passes over the training queries (default 1)")
     train.add_argument("--checkpoint-dir", help="resumable training checkpoints")
     train.add_argument("--valid-topics", help="validation topics: the metric is computed after every epoch")
     train.add_argument("--valid-qrels", help="validation qrels (with --valid-topics)")
@@ -385,9 +421,16 @@ def _add_reproduce(commands) -> None:
     reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the row's)")
     reproduce.add_argument("--passage-steps", type=int, help="run the library's passage stage first, this many steps "
                            "(not the papers' recipe)")
-    reproduce.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    reproduce.add_argument("--device")
-    reproduce.add_argument("--dtype", choices=DTYPES)
+    _add_device_options(reproduce)
+
+
+def _add_device_options(parser) -> None:
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                        help=f"query-window pairs per forward pass (default {BATCH_SIZE}); lower it if memory runs out")
+    parser.add_argument("--device", help="where the model runs, e.g. cpu, cuda, cuda:1 or mps (default: cuda, "
+                                         "else mps, else cpu)")
+    parser.add_argument("--dtype", choices=DTYPES, help="precision (default: bf16 or fp16 on CUDA, else fp32; "
+                                                        "auto: also bf16 on CPUs that compute it natively)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,7 +486,19 @@ def _run(args) -> int:
 
 
 def _summary(cls) -> str:
-    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())  # the first paragraph
+    return plain_text(" ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()))  # the first paragraph
+
+
+def plain_text(text: str) -> str:
+    """reStructuredText as a terminal shows it: ````k```` as ``k``, ``:class:`~a.B``` as ``B``,
+    ``:func:`name <a.f>``` as ``name``."""
+    def role(match) -> str:
+        target = match.group(1)
+        if "<" in target:
+            return target.split("<", 1)[0].strip()
+        return target[1:].rsplit(".", 1)[-1] if target.startswith("~") else target
+
+    return re.sub(r"``(.+?)``", r"\1", re.sub(r":[\w:-]+:`([^`]+)`", role, text))
 
 
 def _train(args) -> int:

@@ -14,6 +14,8 @@ paired test needs for a difference of a given size).
 another query's text and with a constant query, beside a random order; :func:`reads_the_query`
 reads its verdict. A ranker that ranks as well without its query has learned what an answer looks
 like, or where it sits, not relevance.
+
+:func:`grid_scan` is ``pt.GridScan`` with each row showing the model as it was for that row.
 """
 from __future__ import annotations
 
@@ -305,7 +307,32 @@ def _gains(table: pd.DataFrame, measures: list[str], base: str | None, firstp, p
     return table
 
 
-__all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain", "query_controls", "reads_the_query"]
+__all__ = ["multi_seed_experiment", "correct_pvalues", "format_gain", "query_controls", "reads_the_query",
+           "grid_scan"]
+
+
+def grid_scan(pipeline, params: Mapping[Any, Mapping[str, Sequence[Any]]], topics: pd.DataFrame,
+              qrels: pd.DataFrame, metrics=("map",), **options) -> pd.DataFrame:
+    """``pt.GridScan``'s table, with each ``tran_<i>`` column showing the transformer as it was
+    for that row (``MaxP('dir', window=8, stride=4)``) rather than as the scan left it.
+
+    ``pt.GridScan`` puts the transformer object itself in every row, so a table printed after the
+    scan shows its final settings on every row. This takes the same arguments (``options``: its
+    ``jobs``, ``backend``, ``verbose``, ``batch_size``) and leaves the transformers with the last
+    row's settings, as ``pt.GridScan`` does.
+    """
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    settings = pt.GridScan(pipeline, dict(params), topics, qrels, metrics, dataframe=False, **options)
+    rows = []
+    for setting, measures in settings:
+        for transformer, name, value in setting:  # the row's settings again: repr shows them
+            transformer.set_parameter(name, value)
+        row = {}
+        for i, (transformer, name, value) in enumerate(setting):
+            row[f"tran_{i}"] = repr(transformer)
+            row[f"tran_{i}_{name}"] = value
+        rows.append({**row, **measures})
+    return pd.DataFrame(rows)
 
 
 def per_query_values(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.DataFrame:

@@ -30,6 +30,9 @@ class Aggregator(nn.Module):
     chunk_head: ClassVar[bool] = False
     #: scores with no trained parameters of its own (a bi-encoder's similarity): no new head to warn of
     zero_shot: ClassVar[bool] = False
+    #: what ``window_weights`` gives per window, as the explanation's column (``"window_scores"``), or
+    #: None where the aggregation mixes the windows so that no window has a weight of its own
+    window_weights_column: ClassVar[str | None] = None
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__()
@@ -89,6 +92,11 @@ class Aggregator(nn.Module):
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    def window_weights(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[documents, chunks]``: how much each window counts in ``forward``'s score (where
+        ``window_weights_column`` says what that is); ``forward`` computes its score from them."""
+        raise NotImplementedError(f"{type(self).__name__} gives no window a weight of its own")
 
 
 def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

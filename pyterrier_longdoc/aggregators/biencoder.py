@@ -26,6 +26,7 @@ class BiEncoderAggregator(Aggregator):
     """
 
     zero_shot: ClassVar[bool] = True
+    window_weights_column: ClassVar[str] = "window_scores"
 
     def __init__(self, hidden_size: int, reduce: str, pooling: str = "mean", normalize: bool = False,
                  similarity: str = "cosine"):
@@ -42,9 +43,12 @@ class BiEncoderAggregator(Aggregator):
         vectors = pool(output, batch.attention_mask, self.pooling)
         return F.normalize(vectors.float(), dim=-1) if self.normalize else vectors
 
-    def forward(self, features: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    def window_weights(self, features: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+        """Each window's similarity with the query (padding windows included: ``forward`` masks them)."""
         windows, query = features
         if self.similarity == "cosine":
             windows, query = F.normalize(windows, dim=-1), F.normalize(query, dim=-1)
-        scores = (windows * query.unsqueeze(1)).sum(-1)
-        return masked_reduce(scores, mask, self.reduce)
+        return (windows * query.unsqueeze(1)).sum(-1)
+
+    def forward(self, features: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+        return masked_reduce(self.window_weights(features, mask), mask, self.reduce)

@@ -44,14 +44,19 @@ class AttentionAggregator(Aggregator):
     """
 
     chunk_head = True
+    window_weights_column = "window_attention"
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__(hidden_size, head)
         self.query_vector = nn.Parameter(torch.empty(hidden_size).normal_(std=0.02))
 
-    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def window_weights(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The attention ``w_i`` over the windows' [CLS] vectors (0 on padding windows)."""
         logits = (features @ self.query_vector).masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(logits, dim=1)
+        return torch.softmax(logits, dim=1)
+
+    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        weights = self.window_weights(features, mask)
         pooled = (weights.unsqueeze(-1) * features * expand_mask(mask, features)).sum(dim=1)
         return self.head(pooled).squeeze(-1)
 

@@ -18,6 +18,7 @@ class ScoreAggregator(Aggregator):
     """``reduce(head(cls_1), ..., head(cls_m))`` over a document's chunks."""
 
     chunk_head = True
+    window_weights_column = "window_scores"
 
     def __init__(self, hidden_size: int, reduce: str, k: int = 3, head: nn.Module | None = None):
         super().__init__(hidden_size, head)
@@ -28,8 +29,12 @@ class ScoreAggregator(Aggregator):
         self.reduce = reduce
         self.k = k
 
+    def window_weights(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Each window's score by the chunk head (padding windows included: ``forward`` masks them)."""
+        return self.head(features).squeeze(-1)
+
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        scores = self.head(features).squeeze(-1)
+        scores = self.window_weights(features, mask)
         if self.reduce != "kmaxavg":
             return masked_reduce(scores, mask, self.reduce)
         # the mean of the k best chunk scores (of all chunks when a document has fewer than k)

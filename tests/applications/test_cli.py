@@ -1,4 +1,5 @@
 """The command line: train then rerank on TREC files, Pyserini and PISA indexes, and one-line errors."""
+import argparse
 import json
 import re
 
@@ -318,7 +319,7 @@ def test_unknown_or_clashing_cli_names_are_one_line(trec_files, tiny_bert, tmp_p
 def test_cli_refuses_an_abbreviated_option(capsys):
     with pytest.raises(SystemExit):  # not read as --model x
         build_parser().parse_args(["rerank", "--mod", "x", "--topics", "t", "--output", "o"])
-    assert "required: --model" in capsys.readouterr().err
+    assert "unknown option --mod; did you mean --model?" in capsys.readouterr().err
 
 
 def test_cli_model_name_without_backbone_says_to_add_it(trec_files, tmp_path, capsys):
@@ -338,3 +339,62 @@ def test_cli_fit_option_typo_points_to_the_option(trec_files, tiny_bert, tmp_pat
 def test_fit_options_typo_points_to_the_option(tiny_bert):
     with pytest.raises(TypeError, match=r"unknown fit option 'epoch' \(did you mean 'epochs'\?\)"):
         pl.MaxP(tiny_bert, fit_options={"epoch": 1}, window=12, stride=6, max_length=48, max_query_tokens=8)
+
+
+# --- help texts, plain text, unknown options and unclosed topics (issue 53, item 14) ---
+
+def _parsers(parser, name="pyterrier-longdoc"):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, subparser in action.choices.items():
+                yield from _parsers(subparser, command)
+
+
+def test_every_option_of_every_command_has_help():
+    without = [(name, action.option_strings or action.dest) for name, parser in _parsers(build_parser())
+               for action in parser._actions if not action.help]
+    assert without == []
+
+
+def test_models_prints_plain_text_not_rst(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and not re.search(r":\w+:`", out)
+    assert "the mean of the k best windows' scores" in out
+
+
+@pytest.mark.parametrize("argv, option, hint", [
+    (["train", "--modle", "maxp"], "--modle", "--model"),
+    (["rerank", "--model", "m", "--topcs", "t"], "--topcs", "--topics"),
+    (["--verison"], "--verison", "--version"),
+    (["train", "--zzzz"], "--zzzz", None),
+])
+def test_unknown_options_fail_first_with_a_suggestion(argv, option, hint, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert exit.value.code == 2 and "required" not in last
+    assert last.endswith(f"error: unknown option {option}" + (f"; did you mean {hint}?" if hint else ""))
+
+
+def test_values_that_look_like_numbers_are_not_unknown_options(capsys):
+    assert build_parser().parse_args(["rerank", "--model", "m", "--topics", "t", "--output", "o",
+                                      "--top-k", "-3"]).top_k == -3
+
+
+@pytest.mark.parametrize("content, line, problem", [
+    ("<top>\n<num> 7 </num>\n<title> red </title>\n\n<top>\n<num> 8 </num>\n<title> blue </title>\n</top>\n",
+     1, "<top> not closed by a </top> before the next <top> (line 5)"),
+    ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n<top>\n<num> 8 </num>\n<title> blue </title>\n",
+     5, "<top> not closed by a </top> before the end of the file"),
+    ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n</top>\n", 5, "</top> without a <top> before it"),
+])
+def test_an_unclosed_top_names_the_file_and_its_line(content, line, problem, tmp_path):
+    from pyterrier_longdoc._files import MalformedInputError
+
+    topics = tmp_path / "topics.trec"
+    topics.write_text(content)
+    with pytest.raises(MalformedInputError) as error:
+        read_topics(str(topics))
+    assert str(error.value) == f"{topics}:{line}: {problem}"

@@ -130,6 +130,22 @@ def test_grid_search_tunes_chunking_settings(tiny_bert):
     assert model.settings["window"] == model.get_parameter("window")  # saved with the model
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
+def test_grid_scan_rows_show_the_model_as_it_was_for_the_row(tiny_bert):
+    topics, qrels, candidates = toy_task(n_queries=2, docs_per_query=2)
+    model = new_model(tiny_bert)
+    pipeline = pt.Transformer.from_df(candidates) >> model
+    grid = {"window": [8, 12], "stride": [4, 6]}
+    scan = pl.grid_scan(pipeline, {model: grid}, topics, qrels, "recip_rank")
+    assert len(scan) == 4 and scan["tran_0"].nunique() == 4  # pt.GridScan's object shows the last row's four times
+    for _, row in scan.iterrows():
+        assert row["tran_0"] == row["tran_1"]
+        assert f"window={row['tran_0_window']}, stride={row['tran_1_stride']}" in row["tran_0"]
+    assert repr(model) == scan["tran_0"].iloc[-1] and model.get_parameter("window") == 12  # as pt.GridScan leaves it
+    plain = pt.GridScan(pipeline, {model: grid}, topics, qrels, ["recip_rank"])
+    assert plain.drop(columns=["tran_0", "tran_1"]).equals(scan.drop(columns=["tran_0", "tran_1"]))
+
+
 def test_parameters_are_checked_and_runtime_options_are_parameters(tiny_bert):
     model = new_model(tiny_bert)  # window 12, stride 6
     model.set_parameter("window", 4)  # stride 6 > window 4 for now: GridSearch sets one at a time

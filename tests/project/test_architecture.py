@@ -15,7 +15,7 @@ FLOORS = {
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
     # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
     # imports the reranker
-    "_build": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
+    "_build": 6, "_explain": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
     "training": 7, "_reranker": 8,
     "models": 9,
     # above the engine
