@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ._files import check_safetensors
+
 #: Tevatron's LoRA defaults (its lora_r, lora_alpha, lora_dropout), on every linear layer of the LM;
 #: the published RankLLaMA adapters use r=32 with the same alpha 64 (docs/guide/models.md)
 LORA_DEFAULTS = {"r": 8, "alpha": 64, "dropout": 0.1, "target_modules": "all-linear"}
@@ -139,6 +141,7 @@ def adapter_weights(path: Path) -> dict[str, torch.Tensor]:
     if (path / ADAPTER_WEIGHTS).is_file():
         from safetensors.torch import load_file
 
+        check_safetensors(path)  # a truncated file is named, not safetensors' bare "invalid header"
         return load_file(str(path / ADAPTER_WEIGHTS))
     if (path / ADAPTER_PICKLE).is_file():
         try:

@@ -6,6 +6,7 @@ every process."""
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -98,6 +99,14 @@ def test_a_pickle_that_runs_code_is_refused(base_lm, tmp_path):
     adapter = write_adapter(tmp_path / "adapter", base_lm, "in_file", safetensors=False)
     torch.save({"weights": torch.zeros(1), "code": os.system}, adapter / "adapter_model.bin")  # not weights alone
     with pytest.raises(ValueError, match="adapter_model.bin is not weights alone"):
+        pl.LLMFirstP(str(adapter))
+
+
+def test_a_truncated_adapter_file_is_named(base_lm, tmp_path):
+    adapter = write_adapter(tmp_path / "adapter", base_lm, "in_file")
+    weights = adapter / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # cut short, as by a failed copy or download
+    with pytest.raises(ValueError, match=re.escape(str(weights)) + ".*corrupt or truncated"):
         pl.LLMFirstP(str(adapter))
 
 
