@@ -110,6 +110,21 @@ def test_a_truncated_adapter_file_is_named(base_lm, tmp_path):
         pl.LLMFirstP(str(adapter))
 
 
+def test_an_adapter_whose_base_is_not_in_the_offline_cache_names_both(base_lm, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    adapter = write_adapter(tmp_path / "adapter", base_lm, "in_file")
+    saved = json.loads((adapter / "adapter_config.json").read_text())
+    saved["base_model_name_or_path"] = "no-such-org/no-such-base"
+    (adapter / "adapter_config.json").write_text(json.dumps(saved))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match=r"(?s)no-such-org/no-such-base.*adapter_config\.json.*local folder") as raised:
+        pl.LLMFirstP(str(adapter))
+    assert str(adapter / "adapter_config.json") in str(raised.value)
+
+
 def test_an_adapter_by_hub_id_loads_from_the_offline_cache(base_lm, tmp_path, monkeypatch):
     from huggingface_hub import constants
 
