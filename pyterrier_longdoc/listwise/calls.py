@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from .._files import MalformedInputError
 from .backends import ChatBackend, Reply
 
 USAGE_KEYS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "repaired_answers")
@@ -104,10 +105,16 @@ class ChatCalls:
             return self.cache[key]
         if self.cache_dir is not None and self._path(key).is_file():
             try:
-                self.cache[key] = json.loads(self._path(key).read_text(encoding="utf-8"))["answer"]
-                return self.cache[key]
-            except (ValueError, KeyError, TypeError):  # a damaged file is asked again and rewritten
+                saved = json.loads(self._path(key).read_text(encoding="utf-8"))
+            except ValueError:  # a damaged file (cut short) is asked again and rewritten
                 return None
+            if not isinstance(saved, dict) or not isinstance(saved.get("answer"), str):
+                # valid JSON, but not written by ChatCalls: refused rather than guessed at or overwritten
+                raise MalformedInputError(self._path(key), None, "a RankGPT cache file holding valid JSON of the "
+                                          'wrong shape: expected {"answer": "<the model\'s answer text>"}, got '
+                                          f"{json.dumps(saved)[:80]}; delete the file to ask the model again")
+            self.cache[key] = saved["answer"]
+            return self.cache[key]
         return None
 
     def _store(self, key: str, answer: str) -> None:

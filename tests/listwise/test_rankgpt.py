@@ -2,6 +2,7 @@
 the real openai and anthropic clients against a local HTTP server (scripted and malformed
 permutations, retries, cache, token counts, keys)."""
 import logging
+import re
 import threading
 import time
 from types import SimpleNamespace
@@ -205,6 +206,15 @@ def test_cache_answers_a_repeated_prompt_without_a_request(server, openai_key, t
     uncached(candidates(25))
     uncached(candidates(25))
     assert len(server.requests) == 8
+
+
+@pytest.mark.parametrize("content", ['{"answer": 42}', '["[2] > [1]"]', '{"text": "[2] > [1]"}'])
+def test_a_cache_file_of_the_wrong_shape_is_named(server, openai_key, tmp_path, content):
+    openai_rankgpt(server, cache_dir=tmp_path / "cache")(candidates(3))
+    (file,) = (tmp_path / "cache").glob("*/*.json")
+    file.write_text(content)  # valid JSON, but not an answer
+    with pytest.raises(ValueError, match=re.escape(str(file)) + r".*expected \{\"answer\": "):
+        openai_rankgpt(server, cache_dir=tmp_path / "cache")(candidates(3))
 
 
 def test_tokens_sent_and_received_are_the_servers_counts(server, openai_key):
