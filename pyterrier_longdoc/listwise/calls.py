@@ -8,6 +8,7 @@ import os
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 from .._files import MalformedInputError
@@ -47,6 +48,8 @@ class ChatCalls:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.usage = dict.fromkeys(USAGE_KEYS, 0)
         self._lock = threading.Lock()
+        self._in_flight: dict[str, Future] = {}  # prompts being sent, by key: threads asking the same wait for them
+        self._in_flight_lock = threading.Lock()
 
     def count(self, **amounts: int) -> None:
         with self._lock:  # RankGPT may send several queries' prompts at once, from threads
@@ -58,15 +61,36 @@ class ChatCalls:
         return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
 
     def __call__(self, messages: list[dict]) -> str:
-        key = self.key(messages) if self.cache is not None else None
-        answer = self._cached(key) if key else None
-        if answer is not None:
+        if self.cache is None:
+            return self._send(messages)
+        key = self.key(messages)
+        with self._in_flight_lock:  # a prompt another thread is sending is waited for, not sent again
+            answer = self._cached(key)
+            waiting = self._in_flight.get(key) if answer is None else None
+            sending = answer is None and waiting is None
+            if sending:
+                self._in_flight[key] = Future()
+        if not sending:
+            answer = answer if waiting is None else waiting.result()
             self.count(cache_hits=1)
             return answer
+        future = self._in_flight[key]
+        try:
+            answer = self._send(messages)
+            self._store(key, answer)
+        except BaseException as error:
+            future.set_exception(error)
+            raise
+        else:
+            future.set_result(answer)
+        finally:
+            with self._in_flight_lock:
+                del self._in_flight[key]
+        return answer
+
+    def _send(self, messages: list[dict]) -> str:
         reply = self._with_retries(messages)
         self.count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
-        if key:
-            self._store(key, reply.text)
         return reply.text
 
     def _with_retries(self, messages: list[dict]) -> Reply:
