@@ -55,6 +55,19 @@ def test_missing_text_of_a_positive_is_found_before_training(tiny_bert, data):
             refused_fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
 
 
+def test_a_positive_whose_docno_differs_only_in_unicode_normal_form_is_named(tiny_bert, data):
+    import unicodedata
+
+    topics, qrels, candidates = data
+    nfc = {"q2-d2": "q2-caf\u00e9"}  # q2's positive: é as one code point in the candidates...
+    candidates = candidates.assign(docno=candidates["docno"].replace(nfc))
+    qrels = qrels.assign(docno=qrels["docno"].replace({k: unicodedata.normalize("NFD", v) for k, v in nfc.items()}))
+    for seed in range(3):  # ...and as e + a combining accent in the qrels: alike on screen, different ids
+        with pytest.raises(ValueError, match=r"1 of them differs only in Unicode normal form.*"
+                                             r"'q2-cafe\\u0301' \(without text\) vs 'q2-caf\\xe9' \(with text\)"):
+            refused_fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
+
+
 @pytest.mark.parametrize("valid, match", [
     (dict(valid_topics="topics"), "valid_qrels, valid_candidates are missing"),
     (dict(valid_topics="topics", valid_candidates="candidates"), "valid_qrels is missing"),
