@@ -178,3 +178,10 @@ def describe_twins(twins: list[tuple[str, str]], missing_where: str, present_whe
     return (f"{len(twins)} of them differ{'s' if len(twins) == 1 else ''} only in Unicode normal form (NFC/NFD) from "
             f"a docno {present_where}: {shown}; ids are compared as given, so normalise both sides alike "
             "(unicodedata.normalize('NFC', docno))")
+
+
+def str_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``qid`` and ``docno`` columns (those it has) as strings: ids read from a
+    file as ints then match the same ids given as strings elsewhere (a merge of int with str qids
+    fails, an evaluation of int with str docnos silently matches nothing)."""
+    return frame.astype({c: str for c in ("qid", "docno") if c in frame.columns})

@@ -479,8 +479,10 @@ def _str_ids(frame_or_system):
     """Query ids and docnos as strings (a frame; a transformer's output): pt.Experiment matches a run
     with its qrels by value, so int docnos in the qrels and str ones in the run would silently match
     nothing (RR 0), as fit's validation already avoids."""
+    from ._frames import str_ids
+
     if isinstance(frame_or_system, pd.DataFrame):
-        return frame_or_system.astype({c: str for c in ("qid", "docno") if c in frame_or_system.columns})
+        return str_ids(frame_or_system)
     return frame_or_system >> pt.apply.generic(_str_ids)
 
 

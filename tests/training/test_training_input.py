@@ -88,6 +88,24 @@ def test_validation_text_is_checked_before_training(tiny_bert, data):
         refused_fit(tiny_bert, topics, qrels, candidates, valid_topics=topics, valid_qrels=qrels, valid_candidates=unseen)
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning",
+                            "ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # a toy fit
+def test_int_qids_in_valid_topics_match_str_qids_in_valid_candidates(tiny_bert, data):
+    topics, qrels, candidates = data
+    number = {f"q{i}": i for i in range(len(topics))}
+    int_topics = topics.assign(qid=topics["qid"].map(number))  # as read from a file of numbers
+    str_candidates = candidates.drop(columns=["query"]).assign(qid=candidates["qid"].map(number).astype(str))
+    int_qrels = qrels.assign(qid=qrels["qid"].map(number))
+    options = dict(FAST, epochs=1, valid_metric="RR@10")
+    mixed = new_model(tiny_bert).fit(topics, qrels, candidates, valid_topics=int_topics, valid_qrels=int_qrels,
+                                     valid_candidates=str_candidates, **options)
+    same = new_model(tiny_bert).fit(topics, qrels, candidates, valid_topics=int_topics.astype({"qid": str}),
+                                    valid_qrels=int_qrels.astype({"qid": str}), valid_candidates=str_candidates,
+                                    **options)
+    pd.testing.assert_series_equal(mixed["RR@10"], same["RR@10"])
+    assert mixed["RR@10"].notna().any()
+
+
 def test_candidates_without_rank_or_score(tiny_bert, data):
     topics, qrels, candidates = data
     with pytest.raises(ValueError, match="candidates need a 'rank' or 'score' column"):
