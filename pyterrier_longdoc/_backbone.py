@@ -157,7 +157,7 @@ def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_
     (the config's ``auto_map``, with ``trust_remote_code``) is read from ``folder``, the saved
     model's own, never from where the encoder first came from (a hub repository's code may have
     changed since)."""
-    from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+    from transformers import AutoModel, AutoModelForSequenceClassification
 
     auto = AutoModelForSequenceClassification if sequence_classifier else AutoModel
 
@@ -165,11 +165,32 @@ def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_
         settings = dict(encoder_config)
         if folder is not None:
             settings["_name_or_path"] = str(folder)  # where transformers looks for the auto_map's code
-        config = AutoConfig.for_model(settings.pop("model_type"), **settings)
+        config = _config_class(settings.pop("model_type"), settings, trust_remote_code, folder)(**settings)
         return auto.from_config(config, **kw)
 
     with _quiet_transformers():
         return _with_sdpa(build, {"trust_remote_code": trust_remote_code})
+
+
+def _config_class(model_type: str, settings: dict, trust_remote_code: bool, folder: Path | None) -> type:
+    """The config class of a saved encoder: transformers' own for its ``model_type``, else the
+    custom one its ``auto_map`` names (an architecture of its own, ``trust_remote_code``), read
+    from ``folder``; its code runs only with ``trust_remote_code``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type in CONFIG_MAPPING:
+        return CONFIG_MAPPING[model_type]
+    reference = (settings.get("auto_map") or {}).get("AutoConfig")
+    where = f"the saved model in {folder}" if folder is not None else "a saved encoder config"
+    if reference is None or folder is None:
+        raise ValueError(f"{where} has an encoder of model_type {model_type!r}, which this version of transformers "
+                         "does not know and whose config's auto_map names no custom AutoConfig class")
+    if not trust_remote_code:
+        raise ValueError(f"{where} has an encoder of its own architecture ({model_type!r}, code in {folder}): "
+                         "load it with trust_remote_code=True if you trust that code")
+    from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+    return get_class_from_dynamic_module(reference, str(folder), local_files_only=True)
 
 
 def remote_code_files(model: nn.Module) -> list[str]:

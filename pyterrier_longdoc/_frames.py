@@ -7,6 +7,9 @@ column and the first rows (by qid and docno where the frame has them).
 """
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -156,3 +159,29 @@ def ranked_hits(queries: pd.DataFrame, hits: list[tuple]) -> pd.DataFrame:
     if not hits:
         return pd.DataFrame(columns=[*queries.columns, *RANKING])
     return pt.model.add_ranks(queries.merge(pd.DataFrame(hits, columns=["qid", "docno", "score"]), on="qid"))
+
+
+def normal_form_twins(missing: Iterable[str], present: Iterable[str]) -> list[tuple[str, str]]:
+    """``(id, twin)`` for each of ``missing`` that differs from a ``twin`` among ``present`` only
+    in Unicode normal form (equal after NFC): the two print alike, yet are different ids. The
+    library compares ids as given and never normalises them itself."""
+    by_form = {}
+    for docno in present:
+        by_form.setdefault(unicodedata.normalize("NFC", docno), docno)
+    twins = [(docno, by_form.get(unicodedata.normalize("NFC", docno))) for docno in missing]
+    return [(docno, twin) for docno, twin in twins if twin is not None and twin != docno]
+
+
+def describe_twins(twins: list[tuple[str, str]], missing_where: str, present_where: str) -> str:
+    """A sentence naming ids that differ only in Unicode normal form, escaped so that they differ on screen."""
+    shown = ", ".join(f"{ascii(a)} ({missing_where}) vs {ascii(b)} ({present_where})" for a, b in twins[:5])
+    return (f"{len(twins)} of them differ{'s' if len(twins) == 1 else ''} only in Unicode normal form (NFC/NFD) from "
+            f"a docno {present_where}: {shown}; ids are compared as given, so normalise both sides alike "
+            "(unicodedata.normalize('NFC', docno))")
+
+
+def str_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``qid`` and ``docno`` columns (those it has) as strings: ids read from a
+    file as ints then match the same ids given as strings elsewhere (a merge of int with str qids
+    fails, an evaluation of int with str docnos silently matches nothing)."""
+    return frame.astype({c: str for c in ("qid", "docno") if c in frame.columns})

@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ._files import check_safetensors
+
 #: Tevatron's LoRA defaults (its lora_r, lora_alpha, lora_dropout), on every linear layer of the LM;
 #: the published RankLLaMA adapters use r=32 with the same alpha 64 (docs/guide/models.md)
 LORA_DEFAULTS = {"r": 8, "alpha": 64, "dropout": 0.1, "target_modules": "all-linear"}
@@ -139,6 +141,7 @@ def adapter_weights(path: Path) -> dict[str, torch.Tensor]:
     if (path / ADAPTER_WEIGHTS).is_file():
         from safetensors.torch import load_file
 
+        check_safetensors(path)  # a truncated file is named, not safetensors' bare "invalid header"
         return load_file(str(path / ADAPTER_WEIGHTS))
     if (path / ADAPTER_PICKLE).is_file():
         try:
@@ -160,7 +163,12 @@ def merged_adapter_model(path: Path, load_base) -> tuple[nn.Module, bool]:
     if not base:
         raise ValueError(f"{path / 'adapter_config.json'} names no base_model_name_or_path to apply the adapters to")
     saved = adapter_weights(path)  # checked here: peft reads the same file after
-    base_model = load_base(base)
+    try:
+        base_model = load_base(base)
+    except OSError as error:  # transformers' own names neither the base nor where it came from
+        raise OSError(f"the base model {base!r} that {path / 'adapter_config.json'} names (base_model_name_or_path) "
+                      f"could not be loaded: {error}\nDownload it while online (huggingface-cli download {base}), or "
+                      "set base_model_name_or_path in that file to a local folder holding the base model") from error
     heads = [name for name, _ in base_model.named_children() if name != base_model.base_model_prefix]
     trained_head = any(key.startswith(f"base_model.model.{head}.") for key in saved for head in heads)
     with torch.no_grad():

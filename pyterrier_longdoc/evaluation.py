@@ -407,6 +407,7 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
         return pd.DataFrame(columns=columns)
     candidates = candidates.assign(qid=candidates["qid"].astype(str))
     qrels = qrels.assign(qid=qrels["qid"].astype(str))
+    _warn_normal_form_twins(candidates, qrels)
     topics = candidates[["qid", "query"]].drop_duplicates("qid")
     if len(topics) < 2:
         raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
@@ -469,6 +470,27 @@ def _random_order_values(candidates, qids: pd.Index, qrels, measure, shuffles: i
     return values.groupby(values.index.str.split("\t").str[0]).sum().reindex(qids, fill_value=0.0) / shuffles
 
 
+def _warn_normal_form_twins(candidates: pd.DataFrame, qrels: pd.DataFrame) -> None:
+    """A warning naming relevant documents that are not among their query's candidates only
+    because their docno differs in Unicode normal form (NFD in the qrels, NFC in the run): they
+    look the same on screen yet count as not retrieved."""
+    from ._frames import describe_twins, normal_form_twins
+    from ._warn import warn
+
+    relevant = qrels[pd.to_numeric(qrels["label"], errors="coerce") > 0]
+    retrieved = candidates.groupby("qid")["docno"].agg(lambda docnos: set(docnos.astype(str)))
+    twins, qids = [], []
+    for qid, docnos in relevant.groupby("qid")["docno"]:
+        present = retrieved.get(qid, set())
+        found = normal_form_twins([d for d in dict.fromkeys(docnos.astype(str)) if d not in present], present)
+        twins += found
+        qids += [qid] * len(found)
+    if twins:
+        warn(f"query_controls: {len(twins)} relevant document(s) of the qrels (qids {sorted(set(qids))[:5]}) are "
+             f"not among their query's candidates and count as not retrieved, though "
+             f"{describe_twins(twins, 'in the qrels', 'in the candidates')}")
+
+
 def _values_per_query(run: pd.DataFrame, qrels: pd.DataFrame, measure) -> pd.Series:
     """``measure`` of each query of ``run`` (``qid, docno, score``), by qid."""
     import ir_measures
@@ -484,8 +506,10 @@ def _str_ids(frame_or_system):
     """Query ids and docnos as strings (a frame; a transformer's output): pt.Experiment matches a run
     with its qrels by value, so int docnos in the qrels and str ones in the run would silently match
     nothing (RR 0), as fit's validation already avoids."""
+    from ._frames import str_ids
+
     if isinstance(frame_or_system, pd.DataFrame):
-        return frame_or_system.astype({c: str for c in ("qid", "docno") if c in frame_or_system.columns})
+        return str_ids(frame_or_system)
     return frame_or_system >> pt.apply.generic(_str_ids)
 
 

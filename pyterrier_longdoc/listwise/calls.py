@@ -8,8 +8,10 @@ import os
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
+from .._files import MalformedInputError
 from .backends import ChatBackend, Reply
 
 USAGE_KEYS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "repaired_answers")
@@ -46,6 +48,8 @@ class ChatCalls:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.usage = dict.fromkeys(USAGE_KEYS, 0)
         self._lock = threading.Lock()
+        self._in_flight: dict[str, Future] = {}  # prompts being sent, by key: threads asking the same wait for them
+        self._in_flight_lock = threading.Lock()
 
     def count(self, **amounts: int) -> None:
         with self._lock:  # RankGPT may send several queries' prompts at once, from threads
@@ -57,15 +61,36 @@ class ChatCalls:
         return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
 
     def __call__(self, messages: list[dict]) -> str:
-        key = self.key(messages) if self.cache is not None else None
-        answer = self._cached(key) if key else None
-        if answer is not None:
+        if self.cache is None:
+            return self._send(messages)
+        key = self.key(messages)
+        with self._in_flight_lock:  # a prompt another thread is sending is waited for, not sent again
+            answer = self._cached(key)
+            waiting = self._in_flight.get(key) if answer is None else None
+            sending = answer is None and waiting is None
+            if sending:
+                self._in_flight[key] = Future()
+        if not sending:
+            answer = answer if waiting is None else waiting.result()
             self.count(cache_hits=1)
             return answer
+        future = self._in_flight[key]
+        try:
+            answer = self._send(messages)
+            self._store(key, answer)
+        except BaseException as error:
+            future.set_exception(error)
+            raise
+        else:
+            future.set_result(answer)
+        finally:
+            with self._in_flight_lock:
+                del self._in_flight[key]
+        return answer
+
+    def _send(self, messages: list[dict]) -> str:
         reply = self._with_retries(messages)
         self.count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
-        if key:
-            self._store(key, reply.text)
         return reply.text
 
     def _with_retries(self, messages: list[dict]) -> Reply:
@@ -104,10 +129,16 @@ class ChatCalls:
             return self.cache[key]
         if self.cache_dir is not None and self._path(key).is_file():
             try:
-                self.cache[key] = json.loads(self._path(key).read_text(encoding="utf-8"))["answer"]
-                return self.cache[key]
-            except (ValueError, KeyError, TypeError):  # a damaged file is asked again and rewritten
+                saved = json.loads(self._path(key).read_text(encoding="utf-8"))
+            except ValueError:  # a damaged file (cut short) is asked again and rewritten
                 return None
+            if not isinstance(saved, dict) or not isinstance(saved.get("answer"), str):
+                # valid JSON, but not written by ChatCalls: refused rather than guessed at or overwritten
+                raise MalformedInputError(self._path(key), None, "a RankGPT cache file holding valid JSON of the "
+                                          'wrong shape: expected {"answer": "<the model\'s answer text>"}, got '
+                                          f"{json.dumps(saved)[:80]}; delete the file to ask the model again")
+            self.cache[key] = saved["answer"]
+            return self.cache[key]
         return None
 
     def _store(self, key: str, answer: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from .._backbone import training_attention_dropout
-from .._frames import column_texts, require_frame
+from .._frames import column_texts, require_frame, str_ids
 from .._lora import redraw_fresh_lora
 from .._warn import warn
 from .arguments import TrainingArguments, check_option_names
@@ -213,9 +213,11 @@ def validation_data(reranker: Scorer, topics, qrels, candidates, metric: str, lo
     if missing:
         raise ValueError(f"validation needs valid_topics, valid_qrels and valid_candidates; {', '.join(missing)} "
                          f"{'is' if len(missing) == 1 else 'are'} missing")
-    topics = checked_topics(topics, "valid_topics", context)
-    qrels = checked_qrels(qrels, "valid_qrels")
-    frame = require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates", ["qid", "docno"])
+    # ids as strings, as evaluation compares them: int qids in valid_topics and str ones in the candidates match
+    topics = str_ids(checked_topics(topics, "valid_topics", context))
+    qrels = str_ids(checked_qrels(qrels, "valid_qrels"))
+    frame = str_ids(require_frame(as_frame(candidates, topics, "valid_candidates"), "valid_candidates",
+                                  ["qid", "docno"]))
     # only the validation topics' candidates: the same frame often holds the training queries' too
     frame = frame[frame["qid"].astype(str).isin(set(topics["qid"].astype(str)))].reset_index(drop=True)
     topics = _topics_with_candidates(topics, frame, metric)

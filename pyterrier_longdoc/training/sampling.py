@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import column_texts, kind_of, numeric_column, require_frame, sort_results
+from .._frames import (column_texts, describe_twins, kind_of, normal_form_twins, numeric_column, require_frame,
+                       sort_results)
 from .._warn import warn
 
 TextLookup = Callable[[list[str]], list[str]]
@@ -79,6 +80,9 @@ def text_lookup(candidates: pd.DataFrame, text_field: str, text) -> TextLookup:
             source = "nor in the text= given" if text is not None else (
                 f"pass text= {TEXT_FORMS}; inside a pipeline, whose fit passes only topics and qrels, give it "
                 "when building the model: fit_options={'text': ...}")
+            twins = normal_form_twins(absent, known)
+            if twins:
+                where += "; " + describe_twins(twins, "without text", "with text")
             raise ValueError(f"no {text_field!r} for documents {absent[:5]} ({len(absent)} in all): {where}; {source}")
         return [known[d] for d in docnos]
 

@@ -8,6 +8,7 @@ import pyterrier as pt
 import pytest
 from scipy import stats
 
+import pyterrier_longdoc as pl
 from pyterrier_longdoc.evaluation import CONTROLS, query_controls, reads_the_query
 
 N = 60  # queries: enough for the paired tests to be decisive
@@ -122,3 +123,29 @@ def test_empty_input_and_errors():
         query_controls(Overlap(), frame, qrels, shuffles=0)
     with pytest.raises(ValueError, match="empty controls table"):
         reads_the_query(empty)
+
+
+def test_a_relevant_docno_in_another_unicode_normal_form_is_named():
+    """NFC docnos in the candidates, NFD in the qrels: they print alike but are different ids, so
+    the relevant document counts as not found; the warning names it, escaped, with its twin."""
+    import unicodedata
+
+    frame, qrels = candidates()
+    accented = {d: f"{d}-caf\u00e9" for d in frame["docno"]}  # NFC: é as one code point
+    frame = frame.assign(docno=frame["docno"].map(accented))
+    qrels = qrels.assign(docno=qrels["docno"].map(lambda d: unicodedata.normalize("NFD", accented[d])))
+    with pytest.warns(pl.LongDocWarning, match=r"(?s)60 relevant document\(s\).*'q0'.*normal form.*"
+                                               r"'d0-0-cafe\\u0301' \(in the qrels\) vs 'd0-0-caf\\xe9' "
+                                               r"\(in the candidates\).*NFC"):
+        table = query_controls(Overlap(), frame, qrels)
+    assert (table["RR"] == 0.0).all()  # ids are compared as given, never normalised
+
+
+def test_matching_docnos_give_no_normal_form_warning():
+    import warnings
+
+    frame, qrels = candidates()
+    qrels = pd.concat([qrels, pd.DataFrame({"qid": ["q0"], "docno": ["never-retrieved"], "label": [1]})])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pl.LongDocWarning)
+        query_controls(Overlap(), frame, qrels)

@@ -2,6 +2,7 @@
 the real openai and anthropic clients against a local HTTP server (scripted and malformed
 permutations, retries, cache, token counts, keys)."""
 import logging
+import re
 import threading
 import time
 from types import SimpleNamespace
@@ -172,8 +173,33 @@ def test_queries_are_sent_side_by_side_with_threads(openai_key):
 
     with ChatServer(default=answer_together) as server:
         model = openai_rankgpt(server, threads=2)
-        out = model(pd.concat([candidates(3), candidates(3, qid="q2")]))
+        out = model(pd.concat([candidates(3), candidates(3, qid="q2", query="blue dog")]))  # two distinct prompts
     assert docnos(out, "q1") == docnos(out, "q2") == ["d2", "d1", "d0"] and model.usage["requests"] == 2
+
+
+def test_threads_send_a_prompt_two_queries_share_once(openai_key):
+    """Two qids with the same query and candidates make the same prompts: with threads, as
+    serially, each distinct prompt is sent once (the second query waits for the first's answer)."""
+    frame = pd.concat([candidates(25), candidates(25, qid="q2")])
+    with ChatServer() as server:
+        serial = openai_rankgpt(server)
+        expected = serial(frame)
+        serial_requests = len(server.requests)
+    assert serial_requests == 2 and serial.usage["cache_hits"] == 2
+    both_in_flight = threading.Barrier(2, timeout=2)  # holds the first request open until the other query asks
+
+    def answer_when_both_asked(messages):
+        try:
+            both_in_flight.wait()
+        except threading.BrokenBarrierError:  # only one request came: the other query waits for its answer
+            pass
+        return reverse(messages)
+
+    with ChatServer(default=answer_when_both_asked) as server:
+        threaded = openai_rankgpt(server, threads=2)
+        pd.testing.assert_frame_equal(threaded(frame), expected)
+    assert len(server.requests) == serial_requests
+    assert threaded.usage["requests"] == serial_requests and threaded.usage["cache_hits"] == 2
 
 
 def test_other_errors_fail_at_once_and_retries_run_out(server, openai_key):
@@ -205,6 +231,15 @@ def test_cache_answers_a_repeated_prompt_without_a_request(server, openai_key, t
     uncached(candidates(25))
     uncached(candidates(25))
     assert len(server.requests) == 8
+
+
+@pytest.mark.parametrize("content", ['{"answer": 42}', '["[2] > [1]"]', '{"text": "[2] > [1]"}'])
+def test_a_cache_file_of_the_wrong_shape_is_named(server, openai_key, tmp_path, content):
+    openai_rankgpt(server, cache_dir=tmp_path / "cache")(candidates(3))
+    (file,) = (tmp_path / "cache").glob("*/*.json")
+    file.write_text(content)  # valid JSON, but not an answer
+    with pytest.raises(ValueError, match=re.escape(str(file)) + r".*expected \{\"answer\": "):
+        openai_rankgpt(server, cache_dir=tmp_path / "cache")(candidates(3))
 
 
 def test_tokens_sent_and_received_are_the_servers_counts(server, openai_key):

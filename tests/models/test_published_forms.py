@@ -6,6 +6,7 @@ every process."""
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -99,6 +100,29 @@ def test_a_pickle_that_runs_code_is_refused(base_lm, tmp_path):
     torch.save({"weights": torch.zeros(1), "code": os.system}, adapter / "adapter_model.bin")  # not weights alone
     with pytest.raises(ValueError, match="adapter_model.bin is not weights alone"):
         pl.LLMFirstP(str(adapter))
+
+
+def test_a_truncated_adapter_file_is_named(base_lm, tmp_path):
+    adapter = write_adapter(tmp_path / "adapter", base_lm, "in_file")
+    weights = adapter / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # cut short, as by a failed copy or download
+    with pytest.raises(ValueError, match=re.escape(str(weights)) + ".*corrupt or truncated"):
+        pl.LLMFirstP(str(adapter))
+
+
+def test_an_adapter_whose_base_is_not_in_the_offline_cache_names_both(base_lm, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    adapter = write_adapter(tmp_path / "adapter", base_lm, "in_file")
+    saved = json.loads((adapter / "adapter_config.json").read_text())
+    saved["base_model_name_or_path"] = "no-such-org/no-such-base"
+    (adapter / "adapter_config.json").write_text(json.dumps(saved))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match=r"(?s)no-such-org/no-such-base.*adapter_config\.json.*local folder") as raised:
+        pl.LLMFirstP(str(adapter))
+    assert str(adapter / "adapter_config.json") in str(raised.value)
 
 
 def test_an_adapter_by_hub_id_loads_from_the_offline_cache(base_lm, tmp_path, monkeypatch):

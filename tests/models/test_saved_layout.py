@@ -215,3 +215,32 @@ def test_remote_code_of_a_saved_folder_is_read_from_the_folder(tmp_path):
     (base / "custom.py").write_text("raise RuntimeError('the base model's code ran')\n")
     again = pl.LongDocReranker.from_pretrained(str(tmp_path / "saved"), trust_remote_code=True)
     np.testing.assert_allclose(again.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
+
+
+def test_a_remote_code_encoder_of_its_own_model_type_reloads(tmp_path):
+    """A custom architecture (transformers' custom-model recipe: its own config class and
+    ``model_type``, found through ``auto_map``) saves and loads again with trust_remote_code,
+    and without it is refused rather than run."""
+    base = write_tiny_bert(tmp_path / "base")
+    (base / "custom.py").write_text(
+        "from transformers import BertConfig, BertForSequenceClassification, BertModel\n\n\n"
+        "class TinyCustomConfig(BertConfig):\n    model_type = 'tiny-custom-bert'\n\n\n"
+        "class TinyCustomModel(BertModel):\n    config_class = TinyCustomConfig\n\n\n"
+        "class TinyCustomForSequenceClassification(BertForSequenceClassification):\n"
+        "    config_class = TinyCustomConfig\n")
+    config = json.loads((base / "config.json").read_text())
+    config["model_type"] = "tiny-custom-bert"
+    config["auto_map"] = {"AutoConfig": "custom.TinyCustomConfig", "AutoModel": "custom.TinyCustomModel",
+                          "AutoModelForSequenceClassification": "custom.TinyCustomForSequenceClassification"}
+    (base / "config.json").write_text(json.dumps(config))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pl.MaxP(str(base), trust_remote_code=True, seed=0, window=12, stride=6, max_length=48,
+                        max_query_tokens=8)
+    assert type(model.model.encoder).__module__.startswith("transformers_modules.")
+    model.save_pretrained(tmp_path / "saved")
+    again = pl.LongDocReranker.from_pretrained(str(tmp_path / "saved"), trust_remote_code=True)
+    assert type(again.model.encoder).__name__ == type(model.model.encoder).__name__
+    np.testing.assert_allclose(again.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
+    with pytest.raises(ValueError, match="trust_remote_code"):  # never runs the folder's code unasked
+        pl.LongDocReranker.from_pretrained(str(tmp_path / "saved"))

@@ -55,6 +55,19 @@ def test_missing_text_of_a_positive_is_found_before_training(tiny_bert, data):
             refused_fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
 
 
+def test_a_positive_whose_docno_differs_only_in_unicode_normal_form_is_named(tiny_bert, data):
+    import unicodedata
+
+    topics, qrels, candidates = data
+    nfc = {"q2-d2": "q2-caf\u00e9"}  # q2's positive: é as one code point in the candidates...
+    candidates = candidates.assign(docno=candidates["docno"].replace(nfc))
+    qrels = qrels.assign(docno=qrels["docno"].replace({k: unicodedata.normalize("NFD", v) for k, v in nfc.items()}))
+    for seed in range(3):  # ...and as e + a combining accent in the qrels: alike on screen, different ids
+        with pytest.raises(ValueError, match=r"1 of them differs only in Unicode normal form.*"
+                                             r"'q2-cafe\\u0301' \(without text\) vs 'q2-caf\\xe9' \(with text\)"):
+            refused_fit(tiny_bert, topics, qrels, candidates, queries_per_step=1, seed=seed)
+
+
 @pytest.mark.parametrize("valid, match", [
     (dict(valid_topics="topics"), "valid_qrels, valid_candidates are missing"),
     (dict(valid_topics="topics", valid_candidates="candidates"), "valid_qrels is missing"),
@@ -73,6 +86,24 @@ def test_validation_text_is_checked_before_training(tiny_bert, data):
     unseen = candidates.drop(columns=["text"]).assign(docno="valid-" + candidates["docno"])
     with pytest.raises(ValueError, match=r"no 'text' for documents \['valid-q0-d0'"):
         refused_fit(tiny_bert, topics, qrels, candidates, valid_topics=topics, valid_qrels=qrels, valid_candidates=unseen)
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning",
+                            "ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # a toy fit
+def test_int_qids_in_valid_topics_match_str_qids_in_valid_candidates(tiny_bert, data):
+    topics, qrels, candidates = data
+    number = {f"q{i}": i for i in range(len(topics))}
+    int_topics = topics.assign(qid=topics["qid"].map(number))  # as read from a file of numbers
+    str_candidates = candidates.drop(columns=["query"]).assign(qid=candidates["qid"].map(number).astype(str))
+    int_qrels = qrels.assign(qid=qrels["qid"].map(number))
+    options = dict(FAST, epochs=1, valid_metric="RR@10")
+    mixed = new_model(tiny_bert).fit(topics, qrels, candidates, valid_topics=int_topics, valid_qrels=int_qrels,
+                                     valid_candidates=str_candidates, **options)
+    same = new_model(tiny_bert).fit(topics, qrels, candidates, valid_topics=int_topics.astype({"qid": str}),
+                                    valid_qrels=int_qrels.astype({"qid": str}), valid_candidates=str_candidates,
+                                    **options)
+    pd.testing.assert_series_equal(mixed["RR@10"], same["RR@10"])
+    assert mixed["RR@10"].notna().any()
 
 
 def test_candidates_without_rank_or_score(tiny_bert, data):
