@@ -132,7 +132,7 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
-ONE_FAMILY = ["01_quickstart", "03_training", "05_comparing_models"]
+ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models"]
 
 
 @pytest.mark.parametrize("name", ONE_FAMILY)
@@ -526,6 +526,9 @@ def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_re
     sources = "\n".join(cell.source for cell in code_cells(read("04_positional_bias")))
     # no comparison at the ceiling: the models compared are asserted below it, the one above it is not compared
     assert "CEILING = 0.95" in sources and sources.count("< CEILING") >= 3
+    [highest] = re.findall(r"highest RR of a compared system in a query group: ([0-9.]+)", shown)
+    assert float(highest) < 0.95
+    assert re.search(r"its kernel used \d+ CPU seconds", shown)  # the run's cost, beside its time
     assert "retriever=" in sources  # FarRelevant's candidates: BM25's hard negatives, not random documents
 
 
