@@ -132,7 +132,7 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
-ONE_FAMILY = ["01_quickstart", "03_training", "05_comparing_models"]
+ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models"]
 
 
 @pytest.mark.parametrize("name", ONE_FAMILY)
@@ -428,8 +428,13 @@ def assert_lab_tables(cells):
     """The lab's tables have the rows and columns its text reads."""
     experiment = output_text(tagged(cells, "lab-experiment"))
     for word in ["official top 100", "random order", "FirstP", "MaxP", "SumP", "KMaxAvgP", "nDCG@10", "RR@100",
-                 "R@100", "nDCG@10 p-value corrected", "nDCG@10 reject"]:
+                 "R@100", "nDCG@10 p-value", "not tested"]:
         assert word in experiment, word
+    # every test of the lab (the experiment's against FirstP, the controls' of its four models), one Holm family
+    family = output_text(tagged(cells, "lab-family"))
+    assert re.search(r"one family: \d+ tests \(\d+ of them the query controls'\)", family), family
+    for word in ["p-value (Holm)", "reject", "controls of KMaxAvgP", "SumP vs FirstP", "reads the query:"]:
+        assert word in family, word
     intervals = output_text(tagged(cells, "lab-intervals"))
     assert all(word in intervals for word in ["MaxP", "SumP", "KMaxAvgP", "95% low", "queries for 0.02"])
     bias = output_text(tagged(cells, "lab-bias"))
@@ -521,4 +526,17 @@ def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_re
     sources = "\n".join(cell.source for cell in code_cells(read("04_positional_bias")))
     # no comparison at the ceiling: the models compared are asserted below it, the one above it is not compared
     assert "CEILING = 0.95" in sources and sources.count("< CEILING") >= 3
+    [highest] = re.findall(r"highest RR of a compared system in a query group: ([0-9.]+)", shown)
+    assert float(highest) < 0.95
+    assert re.search(r"its kernel used \d+ CPU seconds", shown)  # the run's cost, beside its time
     assert "retriever=" in sources  # FarRelevant's candidates: BM25's hard negatives, not random documents
+
+
+def test_real_data_lab_corrects_every_test_as_one_family_and_asserts_the_controls():
+    """Notebook 6 corrects the experiment's tests against FirstP and every model's query controls
+    together (Holm), its verdicts read those corrected p-values, and on TREC DL it asserts them; it
+    tests no system at the ceiling (RR@100, near 1 on deep judgements, is shown, not tested)."""
+    sources = "\n".join(cell.source for cell in code_cells(read(LAB)))
+    assert 'correct_pvalues(family["p-value"].to_numpy(), "holm")' in sources and 'correction="holm"' not in sources
+    assert "assert all(verdicts.values())" in sources and "assert highest < 0.95" in sources
+    assert 'column.startswith("RR@100 ")' in sources
