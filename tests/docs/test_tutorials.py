@@ -1,7 +1,8 @@
-"""The tutorials: notebooks 1-5 and 7 run top to bottom (then their exercises' solutions, in the same
+"""The tutorials: notebooks 1-5, 7 and 8 run top to bottom (then their exercises' solutions, in the same
 kernel), each exactly once, two at a time in the background while the library's tests run
 (``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3, 5
-and 7 re-rank with bi-encoders, print their query controls and assert that the models read the query;
+and 7 re-rank with bi-encoders, notebook 8 with the cross-encoders it trains (FirstP, MaxP, PARADE-Attn); each
+prints its query controls and asserts that the models read the query;
 notebook 6 (the real-data lab, for a
 GPU with the internet) runs top to bottom on offline stand-ins (tests/helpers/lab_standin.py), and its saved
 outputs are those of such a run, labelled as such.
@@ -79,7 +80,7 @@ def assert_saved_outputs_match(name, fresh_cells):
 
 
 # (model, group) pairs whose verdict each asserts (every seed)
-READS_ASSERTED = {"01_quickstart": 3, "03_training": 8}
+READS_ASSERTED = {"01_quickstart": 3, "03_training": 8, "08_parade_lab": 5}
 
 
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
@@ -132,7 +133,7 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
-ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models"]
+ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models", "08_parade_lab"]
 
 
 @pytest.mark.parametrize("name", ONE_FAMILY)

@@ -1,7 +1,7 @@
 """Executes the tutorials' notebooks for the tests: each with its exercises' solutions appended, in
 the tutorials folder (as a user runs it: it imports the helper modules from there).
 
-``start`` runs notebooks 1-5 and 7 in the background, two kernels at a time (one torch thread each),
+``start`` runs notebooks 1-5, 7 and 8 in the background, two kernels at a time (one torch thread each),
 longest first, while pytest runs the library's tests: the suite then takes about the time of its
 CPU work spread over 2 cores instead of one notebook after another. ``result`` waits
 for one notebook and returns its executed code cells; a failing cell fails there, with nbclient's
@@ -25,11 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "tutorials"
 # longest first, so the two kernels finish together (measured alone, one thread, solutions included:
-# about 620, 470, 270, 250, 240 and 50 s; notebooks 1 and 3: the CPU time of their saved runs)
-EXECUTED = ["04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot", "01_quickstart",
-            "02_chunking"]
+# about 620, 470, 270, 250, 240 and 50 s; notebooks 1 and 3: the CPU time of their saved runs; notebook 8,
+# the PARADE lab, trains three models: the longest)
+EXECUTED = ["08_parade_lab", "04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot",
+            "01_quickstart", "02_chunking"]
 # notebooks whose models must read the query: each prints query_controls and asserts reads_the_query
-READ_THE_QUERY = ["01_quickstart", "03_training"]
+READ_THE_QUERY = ["01_quickstart", "03_training", "08_parade_lab"]
 # notebooks that read data a Debian package installs: name -> (dictionary, package)
 SYSTEM_DATA = {"07_biencoder_zero_shot": ("foldoc", "dict-foldoc")}
 KERNELS = 2
