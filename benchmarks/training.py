@@ -473,8 +473,8 @@ def rss_row(folder: str, steps: int, quick: bool) -> list:
                   f"{second_half:.1f} MB; RSS MB by step: {trace})",
             f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5],
             ["T4a", f"  RSS at the end / after gc.collect() and glibc's malloc_trim(0) ({out['rss_end_mb']:.0f} / "
-                    f"{out['rss_trimmed_mb']:.0f} MB); Python objects (tracemalloc) at the warm-up step / the end "
-                    f"({out['traced_warm_mb']:.1f} / {out['traced_end_mb']:.1f} MB)",
+                    f"{out['rss_trimmed_mb']:.0f} MB); Python's allocated blocks (sys.getallocatedblocks) at the "
+                    f"warm-up step / the end ({out['blocks_warm']} / {out['blocks_end']})",
              f"{out['rss_end_mb'] - out['rss_trimmed_mb']:.1f} MB trimmed", "-", "-"]]
 
 
@@ -548,7 +548,6 @@ def rss_child(args) -> dict:
     after the warm-up (a tenth of the steps, at least 5) and at the end."""
     import ctypes
     import gc
-    import tracemalloc
     import warnings
 
     from transformers import AutoTokenizer
@@ -563,21 +562,19 @@ def rss_child(args) -> dict:
 
     def record(row):
         if row["step"] in (warm, steps // 2, steps) or row["step"] % max(1, steps // 10) == 0:
-            seen[row["step"]] = (peak_rss_mb(), rss_now_mb(), tracemalloc.get_traced_memory()[0] / 2 ** 20)
-
-    # Python objects only (tensors' storage is not traced): a list or cache growing per step shows here
-    tracemalloc.start()
+            # Python's allocated blocks (tensors' storage is not among them): a list or cache growing per
+            # step shows here; tracemalloc would, but its own bookkeeping grows the RSS it is to explain
+            seen[row["step"]] = (peak_rss_mb(), rss_now_mb(), sys.getallocatedblocks())
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = MaxP(args.model, seed=0, window=WINDOW, stride=WINDOW, device="cpu", dtype="fp32")
         model.fit(*frames, epochs=1, queries_per_step=1, queries_per_forward=1, negatives=1, top_k=2, lr=LR,
                   head_lr=LR, warmup=0.0, seed=0, callback=record)
-    tracemalloc.stop()
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc's free pages back to the system: fragmentation, not a leak
     return {"warm_step": warm, "peak_warm_mb": seen[warm][0], "rss_warm_mb": seen[warm][1],
-            "traced_warm_mb": seen[warm][2], "traced_end_mb": seen[steps][2], "rss_trimmed_mb": rss_now_mb(),
+            "blocks_warm": seen[warm][2], "blocks_end": seen[steps][2], "rss_trimmed_mb": rss_now_mb(),
             "peak_half_mb": seen[steps // 2][0], "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1],
             "rss_by_step": {step: round(rss, 1) for step, (_, rss, _) in sorted(seen.items())}}
 
