@@ -52,7 +52,7 @@ def parse(argv=None):
     parser.add_argument("--steps", type=int, help="optimiser steps per side and round (default 6; 3 with --quick)")
     parser.add_argument("--reps", type=int, help="interleaved rounds (default 3; 1 with --quick)")
     parser.add_argument("--queries-per-step", type=int, default=16, help="queries per optimiser step in T1 (16)")
-    parser.add_argument("--rss-steps", type=int, help="steps of T4 (default 200; 20 with --quick)")
+    parser.add_argument("--rss-steps", type=int, help="steps of T4 (default 1000; 20 with --quick)")
     parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="every side's precision (fp32)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1; 0 = torch default)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         rows, text = window_rows(folder, steps, reps, args, device)
         results, details = results + rows, details + [text]
     if "T4" in wanted and device == "cpu":
-        results.append(rss_row(folder, args.rss_steps or (20 if args.quick else 200), args.quick))
+        results += rss_row(folder, args.rss_steps or (20 if args.quick else 1000), args.quick)
     elif "T4" in wanted:
         results.append(["T4", "peak RSS over many steps: skipped on a GPU (the process's CPU memory)", "skipped",
                         "-", "-"])
@@ -447,12 +447,12 @@ def window_rows(folder: str, steps: int, reps: int, args, device) -> tuple[list,
 # T4, T5: in fresh processes (peak RSS is the process's)
 
 
-def in_child(kind: str, model: str, args, *extra) -> dict:
+def in_child(kind: str, model: str, args, *extra, timeout: int = 600) -> dict:
     command = [sys.executable, __file__, "--child", kind, "--model", model, "--threads", str(args.threads),
                "--device", args.device, "--dtype", args.dtype, *map(str, extra)]
     if args.quick:
         command.append("--quick")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if result.returncode != 0:
         raise RuntimeError(result.stderr.strip()[-600:])
@@ -462,16 +462,20 @@ def in_child(kind: str, model: str, args, *extra) -> dict:
 def rss_row(folder: str, steps: int, quick: bool) -> list:
     args = argparse.Namespace(threads=1, device="cpu", dtype="fp32", quick=quick)
     try:
-        out = in_child("rss", folder, args, "--rss-steps", steps)
+        out = in_child("rss", folder, args, "--rss-steps", steps, timeout=max(600, 3 * steps))  # 1,000 steps: ~10 min
     except RuntimeError as error:
-        return ["T4", "MaxP fit peak RSS: could not run", str(error)[-200:], "-", "-"]
+        return [["T4", "MaxP fit peak RSS: could not run", str(error)[-200:], "-", "-"]]
     growth = out["peak_end_mb"] - out["peak_warm_mb"]
     second_half = out["peak_end_mb"] - out["peak_half_mb"]
     trace = ", ".join(f"{step}: {rss:.0f}" for step, rss in out["rss_by_step"].items())
-    return ["T4", f"MaxP fit peak RSS growth from step {out['warm_step']} to step {steps} "
+    return [["T4", f"MaxP fit peak RSS growth from step {out['warm_step']} to step {steps} "
                   f"({out['peak_warm_mb']:.0f} -> {out['peak_end_mb']:.0f} MB; over the second half "
                   f"{second_half:.1f} MB; RSS MB by step: {trace})",
-            f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5]
+            f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5],
+            ["T4a", f"  RSS at the end / after gc.collect() and glibc's malloc_trim(0) ({out['rss_end_mb']:.0f} / "
+                    f"{out['rss_trimmed_mb']:.0f} MB); Python's allocated blocks (sys.getallocatedblocks) at the "
+                    f"warm-up step / the end ({out['blocks_warm']} / {out['blocks_end']})",
+             f"{out['rss_end_mb'] - out['rss_trimmed_mb']:.1f} MB trimmed", "-", "-"]]
 
 
 def checkpointing_rows(path: str, root: Path, args, device) -> tuple[list, str]:
@@ -542,6 +546,8 @@ def peak_rss_mb() -> float:
 def rss_child(args) -> dict:
     """MaxP fit over ``--rss-steps`` steps of one query (documents of 2-3 windows): peak and current RSS
     after the warm-up (a tenth of the steps, at least 5) and at the end."""
+    import ctypes
+    import gc
     import warnings
 
     from transformers import AutoTokenizer
@@ -556,16 +562,21 @@ def rss_child(args) -> dict:
 
     def record(row):
         if row["step"] in (warm, steps // 2, steps) or row["step"] % max(1, steps // 10) == 0:
-            seen[row["step"]] = (peak_rss_mb(), rss_now_mb())
+            # Python's allocated blocks (tensors' storage is not among them): a list or cache growing per
+            # step shows here; tracemalloc would, but its own bookkeeping grows the RSS it is to explain
+            seen[row["step"]] = (peak_rss_mb(), rss_now_mb(), sys.getallocatedblocks())
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = MaxP(args.model, seed=0, window=WINDOW, stride=WINDOW, device="cpu", dtype="fp32")
         model.fit(*frames, epochs=1, queries_per_step=1, queries_per_forward=1, negatives=1, top_k=2, lr=LR,
                   head_lr=LR, warmup=0.0, seed=0, callback=record)
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc's free pages back to the system: fragmentation, not a leak
     return {"warm_step": warm, "peak_warm_mb": seen[warm][0], "rss_warm_mb": seen[warm][1],
+            "blocks_warm": seen[warm][2], "blocks_end": seen[steps][2], "rss_trimmed_mb": rss_now_mb(),
             "peak_half_mb": seen[steps // 2][0], "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1],
-            "rss_by_step": {step: round(rss, 1) for step, (_, rss) in sorted(seen.items())}}
+            "rss_by_step": {step: round(rss, 1) for step, (_, rss, _) in sorted(seen.items())}}
 
 
 def memory_child(args, torch) -> dict:

@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import os
 import re
+import shutil
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,6 +38,7 @@ from .._backbone import training_attention_dropout
 from .._frames import numeric_column, require_frame, row_positions
 from .._runtime import Runtime
 from .passage_arguments import LOSSES, PassageArguments, keyword_parameters
+from .passage_checkpoints import identity, latest_checkpoint
 
 __all__ = ["train_passage_ranker", "passage_triples", "PassageArguments", "LOSSES"]
 
@@ -83,6 +85,10 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
         model = CrossEncoder(str(backbone), num_labels=1, max_length=args.max_length,
                              device=str(runtime.available_devices()[0]))
     total_steps = args.steps or args.epochs * -(-len(triples) // args.batch_size)
+    output_dir = Path(output_dir)
+    resume_from = None
+    if args.checkpoint_every is not None:  # checked before training: a changed run is refused at once
+        resume_from = latest_checkpoint(output_dir / "trainer", identity(backbone, triples, args), args.restart)
     trainer_args = _trainer_arguments(runtime, output_dir, args, total_steps=total_steps,
                                       rates=_head_rates(model.model, args.head_lr))
     dataset = Dataset.from_pandas(triples[["query", "positive", "negative"]], preserve_index=False)
@@ -94,11 +100,11 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     if args.progress:
         trainer.add_callback(_progress_bar())
     with training_attention_dropout(model.model, args.attention_dropout):
-        trainer.train()
-    output_dir = Path(output_dir)
+        trainer.train(resume_from_checkpoint=resume_from)
     model.save_pretrained(str(output_dir))
     _write_training_log(output_dir, trainer.state)
-    _remove_trainer_dir(output_dir / "trainer")
+    # the stage is complete and saved: its checkpoints (and the scratch folder) are no longer needed
+    shutil.rmtree(output_dir / "trainer", ignore_errors=True)
     return str(output_dir)
 
 
@@ -143,8 +149,8 @@ def _head_rates(model, head_lr: float | None) -> dict[str, float]:
 def _trainer_arguments(runtime: Runtime, output_dir, args: PassageArguments, *, total_steps: int,
                        rates: dict[str, float]):
     """sentence-transformers' training arguments: the runtime's device and precision, the
-    head's rate (``rates``), no saving on the way, the loss logged ten times for
-    ``training_log.json``."""
+    head's rate (``rates``), a checkpoint every ``checkpoint_every`` steps (the newest kept) or
+    none, the loss logged ten times for ``training_log.json``."""
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
     device = runtime.devices()[0]
@@ -156,7 +162,9 @@ def _trainer_arguments(runtime: Runtime, output_dir, args: PassageArguments, *, 
         output_dir=str(Path(output_dir) / "trainer"), max_steps=args.steps or -1, num_train_epochs=args.epochs,
         per_device_train_batch_size=args.batch_size, learning_rate=args.lr, learning_rate_mapping=rates,
         warmup_steps=int(args.warmup * total_steps), weight_decay=0.0,
-        seed=args.seed, data_seed=args.seed, bf16=precision == "bf16", fp16=precision == "fp16", save_strategy="no",
+        seed=args.seed, data_seed=args.seed, bf16=precision == "bf16", fp16=precision == "fp16",
+        save_strategy="no" if args.checkpoint_every is None else "steps",
+        save_steps=args.checkpoint_every or 500, save_total_limit=1,
         report_to="none", logging_strategy="steps", logging_steps=max(1, total_steps // 10),
         # the Trainer's own bar writes every logged loss below it: _progress_bar shows it as a postfix
         disable_tqdm=True, dataloader_drop_last=False,
@@ -171,8 +179,8 @@ def _progress_bar():
     class ProgressBar(TrainerCallback):
         bar = None
 
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.bar = pt.tqdm(total=state.max_steps, desc="passage stage", unit="step")
+        def on_train_begin(self, args, state, control, **kwargs):  # a resumed run starts at its checkpoint's step
+            self.bar = pt.tqdm(total=state.max_steps, initial=state.global_step, desc="passage stage", unit="step")
 
         def on_step_end(self, args, state, control, **kwargs):
             self.bar.update(1)
@@ -330,9 +338,3 @@ def _write_training_log(output_dir: Path, state) -> None:
            "loss_last": losses[-1] if losses else None}
     (output_dir / "training_log.json").write_text(json.dumps(log))
 
-
-def _remove_trainer_dir(path: Path) -> None:
-    import shutil
-
-    if path.exists() and not any(p.name.startswith("checkpoint") for p in path.iterdir()):
-        shutil.rmtree(path, ignore_errors=True)

@@ -63,6 +63,12 @@ class PassageArguments:
             ``None``: the backbone's own, 0.1 for BERT-style encoders); ``0.0`` lets PyTorch use
             its fused attention kernel on the CPU (a step at 256 tokens takes about 30% less
             time), as ``fit``'s option of the same name. The saved config keeps the backbone's.
+        checkpoint_every: write the Trainer's checkpoint (weights, optimizer, scheduler, RNG
+            states) to ``output_dir/trainer`` every this many steps, and resume from the latest one
+            there when a run is started again with the same backbone, triples and settings (a run
+            started with others is refused); default (None) no checkpoints. Once the stage has
+            finished and saved its model, its checkpoints are removed.
+        restart: remove the checkpoints in ``output_dir/trainer`` and train from the first step.
     """
 
     steps: int | None = None
@@ -81,14 +87,17 @@ class PassageArguments:
     verbose: bool = False
     progress: bool = True
     attention_dropout: float | None = None
+    checkpoint_every: int | None = None
+    restart: bool = False
 
     def __post_init__(self):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         for name in ("epochs", "batch_size", "negatives_per_query", "top_k", "max_length"):
             _positive_int(name, getattr(self, name))
-        if self.steps is not None:
-            _positive_int("steps", self.steps, "or None")
+        for name in ("steps", "checkpoint_every"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name), "or None")
         _integer("seed", self.seed)
         if not (_is_number(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
@@ -96,7 +105,7 @@ class PassageArguments:
             raise ValueError(f"head_lr must be a positive number or None, got {self.head_lr!r}")
         if not _is_number(self.warmup) or not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {self.warmup!r}")
-        for name in ("verbose", "progress"):
+        for name in ("verbose", "progress", "restart"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         check_attention_dropout(self.attention_dropout)

@@ -94,13 +94,15 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         options = {**RECIPE_PASSAGE_STAGE, **(passage_options or {}), "seed": seed}
         if dtype is not None and "bf16" not in options:  # the same precision in both stages
             options.setdefault("dtype", dtype)
+        # a killed recipe run again resumes its passage stage from the last of four checkpoints
+        options.setdefault("checkpoint_every", max(1, options["steps"] // 4) if options.get("steps") else 500)
         with warnings.catch_warnings():  # checked before the triples are built; a deprecation is warned below
             warnings.simplefilter("ignore", DeprecationWarning)
             PassageArguments.from_options(options, where="train_long_document_ranker: passage_options")
         if passages is None:
             passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         stage, key = output_dir / "passage-stage", _passage_stage_key(backbone, passages, options)
-        if key is not None and _complete_stage(stage, key):
+        if key is not None and not options.get("restart") and _complete_stage(stage, key):
             print(f"train_long_document_ranker: the passage stage in {stage} is complete (the same backbone, triples "
                   "and options): reused, not trained again")
             warm_start = str(stage)
@@ -136,16 +138,18 @@ PASSAGE_STAGE_KEY = "recipe_stage.json"  # what a complete passage stage was tra
 
 
 def _passage_stage_key(backbone, passages, options: dict) -> str | None:
-    """The backbone, the triples' fingerprint and the options of a passage stage, as JSON; None
-    for triples that are not a frame (an iterable is read once: that stage is always trained)."""
+    """The backbone, the triples' fingerprint and the options of a passage stage (but how often it
+    checkpoints), as JSON; None for triples that are not a frame (an iterable is read once: that
+    stage is always trained)."""
     import json
 
     from .checkpoints import fingerprint
 
     if not isinstance(passages, pd.DataFrame):
         return None
+    trained_by = {name: value for name, value in options.items() if name not in ("checkpoint_every", "restart")}
     return json.dumps({"backbone": str(backbone), "triples": fingerprint(triples=passages.reset_index(drop=True)),
-                       "options": options}, default=repr, sort_keys=True)
+                       "options": trained_by}, default=repr, sort_keys=True)
 
 
 def _complete_stage(stage: Path, key: str) -> bool:

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
@@ -225,3 +226,96 @@ def test_saved_options_with_the_old_bf16_key_still_load():
         args = PassageArguments.from_options(saved)
     assert args == PassageArguments(steps=3, dtype="fp32", lr=1e-3)
     assert PassageArguments.from_options(args.to_dict()) == args  # a saved dict reads back as the same arguments
+
+
+# --- checkpoints: a killed passage stage resumes where it stopped ---
+
+class Killed(RuntimeError):
+    """The process killed after some steps, simulated."""
+
+
+def _killed_after(monkeypatch, steps: int):
+    """The passage stage's progress bar raises Killed at the end of optimiser step ``steps`` (before
+    the Trainer would write a checkpoint of that step)."""
+    from transformers import TrainerCallback
+
+    from pyterrier_longdoc.training import passage
+
+    class Kill(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == steps:
+                raise Killed(f"killed at step {steps}")
+
+    monkeypatch.setattr(passage, "_progress_bar", Kill)
+
+
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(folder) / "model.safetensors"))
+
+
+def _dropout_bert(tiny_bert, folder: Path) -> str:
+    """The tiny BERT with dropout: resuming must restore the RNG state as well."""
+    import json
+    import shutil
+
+    shutil.copytree(tiny_bert, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_dropout_prob": 0.1,
+                                                    "attention_probs_dropout_prob": 0.1}))
+    return str(folder)
+
+
+def test_a_killed_passage_stage_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run(
+        tiny_bert, tmp_path, monkeypatch):
+    backbone = _dropout_bert(tiny_bert, tmp_path / "bert")
+    data = toy_triples(40, seed=0)
+    options = dict(steps=8, batch_size=4, lr=1e-3, seed=0, dtype="fp32", checkpoint_every=3)
+    whole = train_passage_ranker(backbone, data, tmp_path / "whole", **options)
+    assert not (tmp_path / "whole" / "trainer").exists()  # a finished stage keeps no checkpoints
+
+    with monkeypatch.context() as patch:
+        _killed_after(patch, 7)
+        with pytest.raises(Killed):
+            train_passage_ranker(backbone, data, tmp_path / "resumed", **options)
+    assert sorted(p.name for p in (tmp_path / "resumed" / "trainer").glob("checkpoint-*")) == ["checkpoint-6"]
+    resumed = train_passage_ranker(backbone, data, tmp_path / "resumed", **options)
+    expected, got = _weights(whole), _weights(resumed)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        # bit-identical on the CPU here; 1e-6 leaves room for kernels that sum in another order
+        torch.testing.assert_close(got[name], expected[name], rtol=0, atol=1e-6, msg=name)
+    import json
+
+    log = json.loads((tmp_path / "resumed" / "training_log.json").read_text())
+    assert log == json.loads((tmp_path / "whole" / "training_log.json").read_text())  # the losses of all 8 steps
+    untrained_check = _weights(train_passage_ranker(backbone, data, tmp_path / "short", **{**options, "steps": 6}))
+    assert any(not torch.equal(untrained_check[n], expected[n]) for n in expected)  # the last steps did train
+
+
+def test_a_changed_passage_stage_is_refused_unless_restarted(tiny_bert, tmp_path, monkeypatch):
+    data = toy_triples(20, seed=0)
+    options = dict(steps=4, batch_size=4, seed=0, dtype="fp32", checkpoint_every=2)
+    with monkeypatch.context() as patch:
+        _killed_after(patch, 3)
+        with pytest.raises(Killed):
+            train_passage_ranker(tiny_bert, data, tmp_path / "out", **options)
+    with pytest.raises(ValueError, match=r"lr 0\.0001 \(now 0\.001\).*restart=True"):
+        train_passage_ranker(tiny_bert, data, tmp_path / "out", **{**options, "lr": 1e-3})
+    with pytest.raises(ValueError, match="another triples"):
+        train_passage_ranker(tiny_bert, toy_triples(20, seed=1), tmp_path / "out", **options)
+    # how often it checkpoints and whether it shows a bar are no part of the run: it resumes
+    train_passage_ranker(tiny_bert, data, tmp_path / "out", **{**options, "checkpoint_every": 1, "progress": False})
+    with monkeypatch.context() as patch:
+        _killed_after(patch, 3)
+        with pytest.raises(Killed):
+            train_passage_ranker(tiny_bert, data, tmp_path / "again", **options)
+    path = train_passage_ranker(tiny_bert, data, tmp_path / "again", **{**options, "lr": 1e-3, "restart": True})
+    assert json_steps(path) == 4
+
+
+def json_steps(folder) -> int:
+    import json
+
+    return json.loads((Path(folder) / "training_log.json").read_text())["steps"]

@@ -124,7 +124,8 @@ def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypat
     (bert / "config.json").write_text(json.dumps({**config, "attention_probs_dropout_prob": 0.1}))
     train_long_document_ranker(pl.FirstP, bert, topics, qrels, candidates, output_dir=tmp_path / "recipe",
                                model_options=TOY_SETTINGS, dtype="fp32", seed=5)
-    assert seen["passage"] == {**recipe.RECIPE_PASSAGE_STAGE, "seed": 5, "dtype": "fp32"}
+    # a checkpoint every quarter of the steps (here 1), so that a killed recipe resumes its passage stage
+    assert seen["passage"] == {**recipe.RECIPE_PASSAGE_STAGE, "seed": 5, "dtype": "fp32", "checkpoint_every": 1}
     assert seen["document"] == TrainingArguments(**recipe.RECIPE_DOCUMENT_STAGE, seed=5)
     assert seen["attention dropout"] == {0.0}  # the fused attention kernel's setting, while it trains
     # an encoder whose attention dropout the library cannot switch trains with its own, and the report says so
