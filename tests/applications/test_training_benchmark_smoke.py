@@ -43,3 +43,12 @@ def test_the_memory_child_reports_a_step(checkpointing, tmp_path, capsys):
     assert out.returncode == 0, out.stderr[-3000:]
     measured = json.loads(out.stdout.strip().splitlines()[-1])
     assert measured["windows"] > 2 and measured["seconds"] > 0 and measured["peak_mb"] >= 0
+
+
+def test_the_memory_row_tells_a_leak_from_fragmentation(tmp_path):
+    out = run_benchmark("training", "--quick", "--rows", "T4", "--rss-steps", "10", "--results", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = rows(out.stdout)
+    assert set(table) == {"T4", "T4a"}
+    assert re.fullmatch(r"-?\d+\.\d MB", table["T4"][0][2]) and "malloc_trim" in table["T4a"][0][1]
+    assert re.search(r"allocated blocks .*\(\d+ / \d+\)", table["T4a"][0][1])
