@@ -132,7 +132,8 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     zero_shot, controls = {}, {}
     for name, model in models.items():
         print(f"\nScoring the test queries with {name}, its controls and its zero-shot start", flush=True)
-        runs[name], controls[name] = scored_with_controls(model, test_candidates, test.qrels, groups)
+        read = {group: groups[group] for group in GROUPS_READ[name]}
+        runs[name], controls[name] = scored_with_controls(model, test_candidates, test.qrels, read)
         if stages[name]["best_step"] == 0:  # fit kept its start: the same weights, the same run
             zero_shot[name] = runs[name]
             continue
@@ -193,14 +194,16 @@ def train_models(backbone: str, train, passage, first_stage, directory: Path, qu
 
 
 def scored_with_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, groups: dict):
-    """``model``'s run on ``candidates`` and its query controls (``evaluation.query_controls``), the
-    real query's run scored once."""
+    """``model``'s run on ``candidates`` and its query controls (``evaluation.query_controls``) in
+    ``groups``, the groups where it can read the answer (FirstP's far candidates are not scored
+    again: no query can help a model that never reads the answer), the real query's run scored once."""
     real = model(candidates)
+    read = candidates[candidates["qid"].isin({qid for qids in groups.values() for qid in qids})]
 
     def scorer(frame: pd.DataFrame) -> pd.DataFrame:
-        return real if frame["query"].equals(candidates["query"]) else model(frame)
+        return real if frame["query"].equals(read["query"]) else model(frame)
 
-    return real, query_controls(scorer, candidates, qrels, groups=groups)
+    return real, query_controls(scorer, read, qrels, groups=groups)
 
 
 def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame, dict]:
@@ -376,7 +379,7 @@ def results_plot(tables: dict, random_rr: dict, controls: dict, path: Path) -> P
         ax.bar(x - 0.27, [table.loc[n, "RR"] for n in names], 0.27, yerr=errors, capsize=3, label="real query")
         for i, ranking in enumerate(("another query's text", "constant query"), start=1):
             values = [float(controls[n].loc[(controls[n]["group"] == group) & (controls[n]["ranking"] == ranking),
-                                            "RR"].iloc[0]) for n in names]
+                                            "RR"].iloc[0]) if group in GROUPS_READ[n] else np.nan for n in names]
             ax.bar(x + (i - 1) * 0.27, values, 0.27, label=ranking)
         ax.axhline(random_rr[group], color="black", linestyle="--", label="random order")
         ax.axhline(float(table.loc["BM25", "RR"]), color="gray", linestyle=":", label="BM25")
