@@ -74,6 +74,15 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
     at once), and read at the next call.
 
+    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
+    the runtime options with their types, defaults and meaning under each model class (and in its
+    signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
+    ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
+    encoder's own maximum) and the model's own; they override the class defaults or the saved
+    checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
+    the chunking settings every model has (a saved model's own settings also work at run time; a type
+    checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+
     Args:
         model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
             whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification``
@@ -106,14 +115,10 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
             ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
             global random state as it was; without it they come from that global state.
-        window, stride, ...: the fields of the model class's ``Settings``, listed with their defaults,
-            types and meaning under each model class (and in its signature, its stubs and
-            ``Settings.docs()``): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
-            ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the encoder's own
-            maximum) and the model's own settings; they override the class defaults or the saved
-            checkpoint, and are checked before anything loads. On this base class, ``from_pretrained``
-            takes the chunking settings every model has (a saved model's own settings also work at run
-            time; a type checker sees them on the model's class, ``ParadeCNN.from_pretrained(path, layers=3)``).
+        attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the
+            library's choice (SDPA where the architecture has it).
+        max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides
+            ``batch_size``; None: no cap.
     """
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
@@ -339,11 +344,16 @@ def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
 def _document_settings(cls: type[LongDocReranker]) -> None:
     """The class's docstring lists its settings with what each means (``Settings.docs()``, written once
     beside each field): ``help(MaxP)`` and the API reference show them."""
-    if cls.__doc__ is None or "\nSettings:\n" in cls.__doc__:
+    if cls.__doc__ is None or _SETTINGS_HEADING in cls.__doc__:
         return
     docs = cls.Settings.docs()
     lines = [f"    {p.name}: {docs[p.name]}" for p in cls.Settings.parameters()]
-    cls.__doc__ = inspect.cleandoc(cls.__doc__) + "\n\nSettings:\n" + "\n".join(lines) + "\n"
+    heading = "\n" if cls.name is None else _SETTINGS_HEADING  # the base's docstring ends in its Args
+    cls.__doc__ = inspect.cleandoc(cls.__doc__) + heading + "\n".join(lines) + "\n"
+
+
+# an Args section of their own (Google style): the reference merges each setting's type into its line
+_SETTINGS_HEADING = "\n\nIts settings, the keywords after the runtime options (see LongDocReranker):\n\nArgs:\n"
 
 
 # the functions whose ``**`` keywords are the constructor's, each given its class's signature
@@ -353,6 +363,7 @@ ENTRY_POINTS = {"__init__": LongDocReranker.__init__,
 _RUNTIME_PARAMETERS = [p for p in inspect.signature(LongDocReranker.__init__).parameters.values()
                        if p.name not in ("self", "model_name_or_path") and p.kind is not inspect.Parameter.VAR_KEYWORD]
 _give_typed_entry_points(LongDocReranker)
+_document_settings(LongDocReranker)
 
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates,

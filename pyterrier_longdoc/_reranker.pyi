@@ -51,6 +51,15 @@ attribute set the same way (``model.dtype = "bf16"`` as ``model.batch_size = 4``
 ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
 at once), and read at the next call.
 
+The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
+the runtime options with their types, defaults and meaning under each model class (and in its
+signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
+``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
+encoder's own maximum) and the model's own; they override the class defaults or the saved
+checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
+the chunking settings every model has (a saved model's own settings also work at run time; a type
+checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+
 Args:
     model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
         whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification``
@@ -83,14 +92,22 @@ Args:
     seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
         ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
         global random state as it was; without it they come from that global state.
-    window, stride, ...: the fields of the model class's ``Settings``, listed with their defaults,
-        types and meaning under each model class (and in its signature, its stubs and
-        ``Settings.docs()``): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``,
-        ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the encoder's own
-        maximum) and the model's own settings; they override the class defaults or the saved
-        checkpoint, and are checked before anything loads. On this base class, ``from_pretrained``
-        takes the chunking settings every model has (a saved model's own settings also work at run
-        time; a type checker sees them on the model's class, ``ParadeCNN.from_pretrained(path, layers=3)``)."""
+    attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the
+        library's choice (SDPA where the architecture has it).
+    max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides
+        ``batch_size``; None: no cap.
+    window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
+    stride: tokens between the starts of two chunks; None: disjoint chunks
+    max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
+    max_doc_tokens: document tokens read at most, the rest cropped
+    max_chunks: chunks per document at most (None: no cap)
+    chunk_selection: which chunks ``max_chunks`` keeps: one of ('first', 'first_last_even')
+    max_length: tokens per encoder sequence (None: the encoder's own maximum)
+    disjoint_split: how ``stride=None`` cuts a document: one of ('even', 'fill') (chunks of equal size, or full chunks but the last)
+    query_prefix: text before the query (its tokens count as special tokens)
+    doc_prefix: text before every chunk (its tokens count as special tokens)
+    append_eos: the tokenizer's EOS after the chunk; None: where the head reads the last token (decoder-only LMs)
+    gradient_checkpointing: recompute the encoder's activations in the backward pass instead of keeping them (training only): less memory for long documents, for one more forward pass of the encoder a step"""
     ARTIFACT_TYPE: ClassVar[str] = ...
     ARTIFACT_FORMAT: ClassVar[str] = ...
     name: ClassVar[str | None] = ...
@@ -185,6 +202,7 @@ def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
 
 def _document_settings(cls: type[LongDocReranker]) -> None:
     ...
+_SETTINGS_HEADING = '\n\nIts settings, the keywords after the runtime options (see LongDocReranker):\n\nArgs:\n'
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates, options: dict) -> tuple:
     ...

@@ -60,7 +60,9 @@ class BiEncoderFirstP(_BiEncoder):
     """Bi-encoder FirstP: the query's and the document start's embeddings compared (Sentence-BERT, Reimers &
 Gurevych EMNLP 2019; E5, Wang et al. 2022), zero-shot.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read (None: as far as the model reads, as sentence-transformers truncates)
@@ -96,7 +98,9 @@ class BiEncoderMaxP(_BiEncoder):
     """Bi-encoder MaxP: the most similar sliding window's similarity (window 150, stride 100; Sentence-BERT
 embeddings), zero-shot.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read (None: as far as the model reads, as sentence-transformers truncates)
@@ -131,7 +135,9 @@ class BiEncoderLongP(_BiEncoder):
     """Bi-encoder LongP: the whole document in one embedding of a long-context embedding model (E5-4K in the
 positional-bias study), zero-shot; by default as long as the model reads (its max_seq_length or position embeddings).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read (None: as far as the model reads, as sentence-transformers truncates)

@@ -40,7 +40,9 @@ class CedrDrmmSettings(CedrSettings):
 class CedrKnrm(LongDocReranker):
     """CEDR-KNRM: RBF kernel pooling of contextual similarity matrices, with the [CLS].
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read (the similarity matrices' rows)
@@ -73,7 +75,9 @@ Settings:
 class CedrPacrr(LongDocReranker):
     """CEDR-PACRR: n-gram convolutions and k-max pooling over contextual similarities, with the [CLS].
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read (the similarity matrices' rows)
@@ -107,7 +111,9 @@ Settings:
 class CedrDrmm(LongDocReranker):
     """CEDR-DRMM: similarity histograms per query token, with the [CLS].
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read (the similarity matrices' rows)

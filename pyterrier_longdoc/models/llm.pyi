@@ -61,7 +61,9 @@ class LLMCrossEncoder:
 class LLMFirstP(LLMCrossEncoder, FirstP):
     """LLM FirstP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) on the query and the start of the document.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -92,7 +94,9 @@ Settings:
 class LLMMaxP(LLMCrossEncoder, MaxP):
     """LLM MaxP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the best decides.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -123,7 +127,9 @@ Settings:
 class LLMSumP(LLMCrossEncoder, SumP):
     """LLM SumP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the scores summed.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -154,7 +160,9 @@ Settings:
 class LLMKMaxAvgP(LLMCrossEncoder, KMaxAvgP):
     """LLM k-max average: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024), the mean of the k best windows.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -187,7 +195,9 @@ class LLMLongP(LLMCrossEncoder, LongP):
     """LLM LongP: the whole document in one sequence of a decoder-only LM's long context (RankLLaMA, Ma et al.
 SIGIR 2024; LongP over TinyLLAMA in the positional-bias study of MS MARCO FarRelevant).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)

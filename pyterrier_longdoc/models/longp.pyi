@@ -28,7 +28,9 @@ e.g. 4096 tokens for Longformer and BigBird) and ``max_doc_tokens`` (4096); pass
 ``max_length`` to read less. Encoders with remote code (JinaBERT) need
 ``trust_remote_code=True``, which runs the model repository's own Python code.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)

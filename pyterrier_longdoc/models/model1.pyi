@@ -14,7 +14,9 @@ class NeuralModel1Settings(ModelSettings):
 class NeuralModel1(LongDocReranker):
     """Neural Model 1 over BERT token embeddings of disjoint chunks (Boytsov & Kolter, ECIR 2021).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)

@@ -48,7 +48,9 @@ class ParadeTransformerQSettings(ParadeTransformerPretrainedSettings):
 class AvgP(LongDocReranker):
     """AvgP: the mean [CLS] of up to three disjoint chunks of 477 tokens, then the head.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -80,7 +82,9 @@ Settings:
 class ParadeAvg(LongDocReranker):
     """PARADE-Avg: the element-wise mean of the windows' [CLS] vectors, then the head.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -112,7 +116,9 @@ Settings:
 class ParadeMax(LongDocReranker):
     """PARADE-Max: the element-wise max of the windows' [CLS] vectors, then the head.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -144,7 +150,9 @@ Settings:
 class ParadeSum(LongDocReranker):
     """PARADE-Sum: the element-wise sum of the windows' [CLS] vectors, then the head.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -176,7 +184,9 @@ Settings:
 class ParadeAttn(LongDocReranker):
     """PARADE-Attn: an attention-weighted sum of the windows' [CLS] vectors, then the head.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -207,7 +217,9 @@ Settings:
 class ParadeCNN(LongDocReranker):
     """PARADE-CNN: four stride-2 convolutions over the windows' [CLS] vectors, every level scored.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -243,7 +255,9 @@ Defaults: RAND-L2 (2 random layers, 4 heads). ``init="pretrained"`` with
 ``aggregator_model=...`` gives PRETR-Ln, ``query_tokens=True`` the "-Q" variant; see
 :class:`ParadeTransformerPretrained` and :class:`ParadeTransformerQ` for those defaults.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -280,7 +294,9 @@ class ParadeTransformerPretrained(ParadeTransformer):
     """PARADE-Transformer PRETR: the aggregator layers come from a pretrained encoder (all its
 layers by default: a 6-layer MiniLM cross-encoder in Boytsov et al.).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -315,7 +331,9 @@ Settings:
 class ParadeTransformerQ(ParadeTransformerPretrained):
     """PARADE-Transformer PRETR-Q: also feeds the first chunk's projected query token vectors.
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per passage
     stride: tokens between the starts of two passages
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)

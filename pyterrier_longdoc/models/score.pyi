@@ -26,7 +26,9 @@ class KMaxAvgPSettings(MaxPSettings):
 class FirstP(LongDocReranker):
     """FirstP: the query with the start of the document (query + document <= 512 tokens).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -59,7 +61,9 @@ Settings:
 class MaxP(LongDocReranker):
     """MaxP: the best-scoring sliding window decides (window 150, stride 100, 1431 tokens).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -91,7 +95,9 @@ Settings:
 class SumP(LongDocReranker):
     """SumP: the sum of the sliding windows' scores (window 150, stride 100, 1431 tokens).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -123,7 +129,9 @@ Settings:
 class KMaxAvgP(LongDocReranker):
     """k-max average: the mean of the ``k`` best windows' scores (k=3; window 150, stride 100).
 
-Settings:
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
     window: tokens per window
     stride: tokens between the starts of two windows
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
