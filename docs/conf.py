@@ -2,6 +2,7 @@
 
 Build: ``sphinx-build -W -b html docs docs/_build/html`` (tests/docs/test_docs.py builds it strictly).
 """
+import inspect
 import shutil
 import sys
 from pathlib import Path
@@ -93,6 +94,24 @@ def _results_pages(app):
     (DOCS / "results" / "_effectiveness.md").write_text("\n".join(lines))
 
 
+def constructor_signature(app, what, name, obj, options, signature, return_annotation):
+    """The constructor a class really has: autodoc reads ``__new__`` before ``__init__``, and
+    ``pt.Transformer.__new__(cls, *args, **kwargs)`` hides every transformer's keywords (LongDoc, RankGPT,
+    TextLoader, BM25, ...); ``inspect.signature`` (and ``help``) read ``__init__``'s, which is shown
+    instead (the types go to the description, as everywhere: ``autodoc_typehints``)."""
+    if what not in ("class", "exception") or signature != "(*args, **kwargs)":
+        return None
+    if getattr(obj, "_is_protocol", False):  # a typing.Protocol (diagnostics' Tokenizer) is not built
+        return "", return_annotation
+    try:
+        real = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    plain = [p.replace(annotation=inspect.Parameter.empty) for p in real.parameters.values()]
+    return str(real.replace(parameters=plain, return_annotation=inspect.Signature.empty)), return_annotation
+
+
 def setup(app):
+    app.connect("autodoc-process-signature", constructor_signature)
     app.connect("builder-inited", _copy_tutorials)
     app.connect("builder-inited", _results_pages)

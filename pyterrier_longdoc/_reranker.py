@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import types
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,15 +36,28 @@ from .aggregators.base import Aggregator
 
 class _ClassOnly:
     """A value computed from the class and seen on the class only: ``inspect.signature(MaxP)`` reads
-    the constructor's, while an instance's signature stays its ``__call__``'s; the base class has none."""
+    the constructor's, while an instance's signature stays its ``__call__``'s."""
 
     def __init__(self, compute):
         self.compute = compute
 
     def __get__(self, instance, owner):
-        if instance is not None or owner.name is None:
+        if instance is not None:
             raise AttributeError("__signature__")
         return self.compute(owner)
+
+
+def _with_signature(function, owner: type, signature: inspect.Signature):
+    """A copy of ``function`` that ``owner`` holds as its own, with ``signature`` (what ``inspect``,
+    ``help`` and the API reference show); the code, and so the behaviour, stay the same."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__kwdefaults__ = dict(function.__kwdefaults__ or {})
+    copy.__doc__, copy.__module__, copy.__annotations__ = function.__doc__, function.__module__, function.__annotations__
+    copy.__qualname__ = f"{owner.__qualname__}.{function.__name__}"
+    copy.__signature__ = signature
+    copy._typed_copy_of = function
+    return copy
 
 
 class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator,
@@ -59,6 +73,15 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     attribute set the same way (``model.dtype = "bf16"`` as ``model.batch_size = 4``, or
     ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
     at once), and read at the next call.
+
+    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
+    the runtime options with their types, defaults and meaning under each model class (and in its
+    signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
+    ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
+    encoder's own maximum) and the model's own; they override the class defaults or the saved
+    checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
+    the chunking settings every model has (a saved model's own settings also work at run time; a type
+    checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
 
     Args:
         model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
@@ -92,11 +115,10 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
             ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
             global random state as it was; without it they come from that global state.
-        **settings: the fields of the model class's ``Settings`` (its constructor signature lists
-            them with their defaults): chunking (``window``, ``stride``, ``max_query_tokens``,
-            ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None``
-            is the encoder's own maximum) and the model's own settings; they override the class
-            defaults or the saved checkpoint, and are checked before anything loads.
+        attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the
+            library's choice (SDPA where the architecture has it).
+        max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides
+            ``batch_size``; None: no cap.
     """
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
@@ -115,13 +137,12 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         super().__init_subclass__(**kwargs)
         cls.defaults = cls.Settings.defaults()
         register(cls)
+        _give_typed_entry_points(cls)
+        _document_settings(cls)
 
     @_ClassOnly
     def __signature__(cls) -> inspect.Signature:
-        # the constructor's keywords are the runtime options and the fields of Settings (``**settings``)
-        own = inspect.signature(LongDocReranker.__init__).parameters.values()  # mixins wrap it with *args
-        runtime = [p for p in own if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
-        return inspect.Signature(runtime + cls.Settings.parameters())
+        return inspect.Signature(constructor_parameters(cls))
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = Runtime.batch_size,
                  text_field: str = "text", device: str | torch.device | list | None = None,
@@ -140,6 +161,11 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
                                     verify_weights=verify_weights, seed=seed)
         self._attach(config, model, folder)
+        self._class_defaults()
+
+    def _class_defaults(self) -> None:
+        """Runtime and ``fit`` defaults a model class sets once a new reranker is built (the LLM models:
+        batches capped by tokens, LoRA's learning rate); the options given by hand stay."""
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
@@ -212,7 +238,8 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
-        """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc).
+        """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc);
+        the keywords are the constructor's.
 
         On the base class, the saved model's own class is used; a ``fit`` checkpoint folder loads
         its latest checkpoint.
@@ -274,6 +301,69 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
         from .training.arguments import DATA_OPTIONS
 
         return {k: v for k, v in self.fit_options.items() if k in DATA_OPTIONS}
+
+
+def constructor_parameters(cls: type[LongDocReranker]) -> list[inspect.Parameter]:
+    """The constructor's parameters: the source, the runtime options, then the fields of
+    ``cls.Settings``, keyword-only, each with its type and default: the one list that
+    ``inspect.signature``, the type stubs (``scripts/generate_stubs.py``) and the API reference show."""
+    return entry_point_signature(cls, "__init__").parameters_without_first
+
+
+def entry_point_signature(cls: type[LongDocReranker], name: str) -> _EntrySignature:
+    """The signature of ``cls``'s entry point ``name`` (``ENTRY_POINTS``): the base function's own
+    parameters, its ``**`` keywords replaced by those it passes on to the constructor (the runtime
+    options it lacks, then the settings)."""
+    function = ENTRY_POINTS[name]
+    own = [p for p in inspect.signature(function).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    names = {p.name for p in own}
+    passed_on = [p for p in _RUNTIME_PARAMETERS + cls.Settings.parameters() if p.name not in names]
+    returns = None if name == "__init__" else cls.__name__
+    return _EntrySignature(own + passed_on, return_annotation=returns)
+
+
+class _EntrySignature(inspect.Signature):
+    @property
+    def parameters_without_first(self) -> list[inspect.Parameter]:
+        return list(self.parameters.values())[1:]
+
+
+def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
+    """``cls.__init__``, ``cls.from_pretrained`` and ``cls.from_hf`` with ``cls``'s own keywords, where it
+    inherits the base's (a class that writes its own keeps it): ``inspect.signature(MaxP.from_pretrained)``
+    lists MaxP's settings, not ``**overrides``. The code is the base's: the behaviour stays the same."""
+    for name, original in ENTRY_POINTS.items():
+        inherited = inspect.getattr_static(cls, name)
+        function = getattr(inherited, "__func__", inherited)
+        if getattr(function, "_typed_copy_of", function) is not original:
+            continue
+        copy = _with_signature(original, cls, entry_point_signature(cls, name))
+        setattr(cls, name, copy if name == "__init__" else classmethod(copy))
+
+
+def _document_settings(cls: type[LongDocReranker]) -> None:
+    """The class's docstring lists its settings with what each means (``Settings.docs()``, written once
+    beside each field): ``help(MaxP)`` and the API reference show them."""
+    if cls.__doc__ is None or _SETTINGS_HEADING in cls.__doc__:
+        return
+    docs = cls.Settings.docs()
+    lines = [f"    {p.name}: {docs[p.name]}" for p in cls.Settings.parameters()]
+    heading = "\n" if cls.name is None else _SETTINGS_HEADING  # the base's docstring ends in its Args
+    cls.__doc__ = inspect.cleandoc(cls.__doc__) + heading + "\n".join(lines) + "\n"
+
+
+# an Args section of their own (Google style): the reference merges each setting's type into its line
+_SETTINGS_HEADING = "\n\nIts settings, the keywords after the runtime options (see LongDocReranker):\n\nArgs:\n"
+
+
+# the functions whose ``**`` keywords are the constructor's, each given its class's signature
+ENTRY_POINTS = {"__init__": LongDocReranker.__init__,
+                "from_pretrained": LongDocReranker.__dict__["from_pretrained"].__func__,
+                "from_hf": inspect.getattr_static(LongDocReranker, "from_hf").__func__}
+_RUNTIME_PARAMETERS = [p for p in inspect.signature(LongDocReranker.__init__).parameters.values()
+                       if p.name not in ("self", "model_name_or_path") and p.kind is not inspect.Parameter.VAR_KEYWORD]
+_give_typed_entry_points(LongDocReranker)
+_document_settings(LongDocReranker)
 
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates,

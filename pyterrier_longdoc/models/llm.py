@@ -94,11 +94,11 @@ class LLMCrossEncoder:
     model (merged into it); a plain LM gets a new score head.
     """
 
-    backbone_settings = ("lora", "gradient_checkpointing")
+    backbone_settings: tuple[str, ...] = ("lora", "gradient_checkpointing")
     fp32_embeddings = False  # one embedding table (of 100k+ rows), nothing summed in it: bf16 loses nothing there
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _class_defaults(self) -> None:
+        super()._class_defaults()
         if self.runtime.max_batch_tokens is None:  # a LongP batch of 4,096-token sequences is not 16 of them
             self.runtime.max_batch_tokens = LLM_BATCH_TOKENS
         if self.settings["lora"] is not None:  # adapters learn at RankLLaMA's rate, not full fine-tuning's

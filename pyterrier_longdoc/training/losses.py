@@ -8,6 +8,9 @@ from torch import nn
 class _RankingLoss(nn.Module):
     min_negatives = 1
 
+    def __init__(self) -> None:  # no options (nn.Module's own signature, *args and **kwargs, would say otherwise)
+        super().__init__()
+
     def check(self, scores: torch.Tensor) -> None:
         if scores.dim() != 2 or scores.shape[1] < 1 + self.min_negatives:
             raise ValueError(f"{type(self).__name__} needs scores of shape [queries, 1 + negatives] with the "

@@ -111,3 +111,44 @@ def test_every_public_class_is_in_the_api_reference():
     public += [f"pyterrier_longdoc.listwise.{n}" for n in ("ChatBackend", "OpenAIChat", "AnthropicChat",
                                                            "TransformersChat")]
     assert not [name for name in public if f"autoclass:: {name}\n" not in reference]
+
+
+API_ONLY_CONF = """
+import sys
+sys.path.insert(0, {docs!r})
+import conf as site
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+for _name in ("project", "autodoc_member_order", "autodoc_typehints", "napoleon_google_docstring",
+              "napoleon_custom_sections", "myst_enable_extensions"):
+    globals()[_name] = getattr(site, _name)
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", site.constructor_signature)
+"""
+
+
+def test_the_api_reference_shows_every_constructor_with_its_settings_described(tmp_path):
+    """The API reference alone (about ten seconds), with the site's settings and signature hook, as text:
+    no class shows ``(*args, **kwargs)`` (pt.Transformer's ``__new__``) or ``**settings``, and every
+    model's settings come with their one-line meaning."""
+    source = tmp_path / "api"
+    source.mkdir()
+    shutil.copyfile(DOCS / "api.md", source / "index.md")
+    (source / "conf.py").write_text(API_ONLY_CONF.format(docs=str(DOCS)))
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-q", "-b", "text", str(source),
+                            str(tmp_path / "text"), "-d", str(tmp_path / "doctrees")], capture_output=True, text=True,
+                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+    reference = (tmp_path / "text" / "index.txt").read_text()
+    assert "class pyterrier_longdoc.LongDoc(scorer, *, aggregation='max'" in reference
+    assert not [line for line in reference.splitlines() if "(*args, **kwargs)" in line]
+    constructors = [line for line in reference.splitlines() if line.startswith("class ") or "from_pretrained(" in line
+                    or "from_hf(" in line]
+    assert not [line for line in constructors if "**settings" in line or "**overrides" in line]
+    import pyterrier_longdoc as pl
+
+    maxp = reference[reference.index("class pyterrier_longdoc.MaxP("):reference.index("class pyterrier_longdoc.SumP(")]
+    for name, doc in pl.MaxP.Settings.docs().items():
+        assert re.search(rf"\* \*\*{name}\*\* \(.*?\) -- {re.escape(doc.split()[0])}", maxp), name  # type, meaning
