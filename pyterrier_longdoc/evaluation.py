@@ -379,7 +379,9 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
     text, with the next query's text (queries in order of appearance, the last taking the first's),
     and with ``constant_query`` for every query; and sets beside them a random order of the
-    candidates (the mean over ``shuffles`` seeded shuffles).
+    candidates (the mean over ``shuffles`` seeded shuffles). A control scores each distinct (query
+    text, docno) pair once (a document that several queries share meets the constant query once),
+    so ``model`` must score a pair alike whichever query id it comes with.
 
     Args:
         groups: query groups to report apart, name -> qids (e.g. ``{"near": ..., "far": ...}``);
@@ -415,8 +417,9 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
                "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-    values = pd.DataFrame({ranking: _values_per_query(model(candidates.assign(query=query)), qrels, measure)
-                           .reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
+    values = pd.DataFrame({ranking: _values_per_query(
+        _scored_once(model, candidates.assign(query=query), ranking != "real query"),
+        qrels, measure).reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
     for group, members in (groups or {"all": qids}).items():
@@ -431,6 +434,18 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     table["p-value corrected"] = np.nan
     table.loc[tested, "p-value corrected"] = correct_pvalues(table.loc[tested, "p-value"], correction)[1]
     return table
+
+
+def _scored_once(model, frame: pd.DataFrame, control: bool) -> pd.DataFrame:
+    """``model``'s scores of ``frame`` (``qid, docno, score``); in a control, each distinct (query,
+    docno) pair scored once: the constant query meets every document that several queries share
+    (in the demo a third of the test candidates' rows) and would only get the same score again. The
+    real query's frame goes to ``model`` as it is (a caller may answer it with a run it has)."""
+    pairs = frame.drop_duplicates(["query", "docno"]) if control else frame
+    if len(pairs) == len(frame):
+        return model(frame)
+    scores = model(pairs)[["query", "docno", "score"]]
+    return frame[["qid", "query", "docno"]].merge(scores, on=["query", "docno"], how="inner")
 
 
 def reads_the_query(controls: pd.DataFrame, *, tolerance: float = 0.1, alpha: float = 0.05) -> bool:

@@ -9,7 +9,9 @@ import pytest
 from scipy import stats
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc.evaluation import CONTROLS, query_controls, reads_the_query
+from pyterrier.measures import RR
+
+from pyterrier_longdoc.evaluation import CONSTANT_QUERY, CONTROLS, _values_per_query, query_controls, reads_the_query
 
 N = 60  # queries: enough for the paired tests to be decisive
 
@@ -149,3 +151,31 @@ def test_matching_docnos_give_no_normal_form_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", pl.LongDocWarning)
         query_controls(Overlap(), frame, qrels)
+
+
+class Counting(pt.Transformer):
+    """Overlap that records every (query, docno) pair it scores."""
+
+    def __init__(self):
+        self.scored = []
+
+    def transform(self, frame):
+        self.scored += list(zip(frame["query"], frame["docno"]))
+        return Overlap().transform(frame)
+
+
+def test_a_control_scores_each_query_and_document_once():
+    """A document that every query shares meets the constant query once; the control's values are
+    those of scoring every row (each query's RR is read from its own candidates, the shared one included)."""
+    frame, qrels = candidates()
+    last = frame.index % 4 == 3  # each query's last candidate becomes one document that every query has
+    shared = frame.assign(docno=frame["docno"].where(~last, "dshared-3"),
+                          text=frame["text"].where(~last, "filler the answer for nobody is here"))
+    shared_qrels = qrels[~last].reset_index(drop=True)
+    counting = Counting()
+    table = query_controls(counting, shared, shared_qrels).set_index("ranking")
+    constant = [pair for pair in counting.scored if pair[0] == CONSTANT_QUERY]
+    assert len(constant) == len(set(constant)) == shared["docno"].nunique() < len(shared)
+    assert sum(pair[0] != CONSTANT_QUERY for pair in counting.scored) == 2 * len(shared)  # real, another query's
+    every_row = _values_per_query(Overlap().transform(shared.assign(query=CONSTANT_QUERY)), shared_qrels, RR)
+    assert table.loc["constant query", "RR"] == pytest.approx(every_row.reindex(shared["qid"].unique(), fill_value=0).mean())
