@@ -374,14 +374,15 @@ CONTROLS = ("real query", "another query's text", "constant query", "random orde
 
 def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, groups: Mapping[str, Any] | None = None,
                    measure=None, constant_query: str = CONSTANT_QUERY, shuffles: int = 100, seed: int = 0,
-                   correction: str = "holm") -> pd.DataFrame:
+                   correction: str = "holm", listwise: bool | None = None) -> pd.DataFrame:
     """Does ``model`` read the query? Scores the same ``candidates`` (the frame ``model`` re-ranks:
     ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
     text, with the next query's text (queries in order of appearance, the last taking the first's),
     and with ``constant_query`` for every query; and sets beside them a random order of the
     candidates (the mean over ``shuffles`` seeded shuffles). A control scores each distinct (query
     text, docno) pair once (a document that several queries share meets the constant query once),
-    so ``model`` must score a pair alike whichever query id it comes with.
+    as a pointwise model scores a pair alike whichever query id it comes with; a listwise ranker
+    (``listwise``) gets every query's whole list instead.
 
     Args:
         groups: query groups to report apart, name -> qids (e.g. ``{"near": ..., "far": ...}``);
@@ -390,6 +391,10 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
         correction: the multiple-comparison correction over every paired test of the table (the real
             query against each control in every group): ``"holm"`` (default) or any
             :func:`correct_pvalues` method.
+        listwise: whether a document's score depends on the other documents of its query's list
+            (RankGPT): then a control scores each query's list whole, not each distinct pair once.
+            None: the model's own ``listwise`` attribute (True on the library's listwise rankers),
+            else False.
 
     Returns:
         One row per group and ranking (``CONTROLS``): ``group, ranking, queries``, the measure's mean,
@@ -401,6 +406,7 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     from pyterrier.measures import RR
 
     measure = RR if measure is None else measure
+    listwise = bool(getattr(model, "listwise", False)) if listwise is None else listwise
     name = str(measure)
     columns = ["group", "ranking", "queries", name, "difference", "p-value", "p-value corrected"]
     _check_columns(candidates, ("qid", "query", "docno"), "candidates")
@@ -418,7 +424,7 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
                "constant query": constant_query}
     qids = pd.Index(topics["qid"])
     values = pd.DataFrame({ranking: _values_per_query(
-        _scored_once(model, candidates.assign(query=query), ranking != "real query"),
+        _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise),
         qrels, measure).reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []

@@ -57,6 +57,8 @@ class RankGPT(pt.Transformer):
     the server reports them), cache hits, retries and answers that were not a clean permutation.
     """
 
+    listwise = True  # a passage's score depends on the others of its list (query_controls reads it)
+
     def __init__(self, backend: ChatBackend, *, window_passages: int = 20, stride_passages: int = 10,
                  top_k: int | None = 100, max_doc_tokens: int | None = 300, context_tokens: int | None = None,
                  tokenizer=None, text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,

@@ -12,6 +12,7 @@ import pyterrier_longdoc as pl
 from pyterrier.measures import RR
 
 from pyterrier_longdoc.evaluation import CONSTANT_QUERY, CONTROLS, _values_per_query, query_controls, reads_the_query
+from pyterrier_longdoc.listwise import RankGPT
 
 N = 60  # queries: enough for the paired tests to be decisive
 
@@ -179,3 +180,20 @@ def test_a_control_scores_each_query_and_document_once():
     assert sum(pair[0] != CONSTANT_QUERY for pair in counting.scored) == 2 * len(shared)  # real, another query's
     every_row = _values_per_query(Overlap().transform(shared.assign(query=CONSTANT_QUERY)), shared_qrels, RR)
     assert table.loc["constant query", "RR"] == pytest.approx(every_row.reindex(shared["qid"].unique(), fill_value=0).mean())
+
+
+@pytest.mark.parametrize("how", ["attribute", "keyword"])
+def test_a_listwise_ranker_gets_each_query_s_whole_list_in_every_control(how):
+    """A listwise ranker (RankGPT) scores a document against the others of its list: a control gives
+    it every query's list whole, shared documents included, as RankGPT's ``listwise`` says."""
+    frame, qrels = candidates()
+    last = frame.index % 4 == 3
+    shared = frame.assign(docno=frame["docno"].where(~last, "dshared-3"))
+    counting = Counting()
+    if how == "attribute":
+        counting.listwise = True
+        query_controls(counting, shared, qrels[~last].reset_index(drop=True))
+    else:
+        query_controls(counting, shared, qrels[~last].reset_index(drop=True), listwise=True)
+    assert len([pair for pair in counting.scored if pair[0] == CONSTANT_QUERY]) == len(shared)
+    assert RankGPT.listwise is True
