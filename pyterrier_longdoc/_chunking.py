@@ -7,6 +7,7 @@ once serves every query that retrieves it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,3 +178,9 @@ class Chunking:
         if self.max_chunks is not None and self.chunk_selection == "first":
             cap = min(cap, (self.max_chunks - 1) * stride + window)
         return cap
+
+
+# the chunking settings every model has: the fields of its ``Settings`` that make its engine's ``Chunking``
+# (``ModelSettings.chunking``); their defaults are written here only
+CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
+CHUNKING_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Chunking)}
