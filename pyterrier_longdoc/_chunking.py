@@ -95,7 +95,9 @@ def _find(seq: list[int], sub: list[int], start: int) -> int:
 
 @dataclass(frozen=True)
 class Chunking:
-    """How a model cuts a document into chunks; saved in ``config.json``.
+    """How a model cuts a document into chunks; saved in ``config.json``. Its defaults are the
+    chunking settings' (``ModelSettings`` takes them from here), and a model's engine gets its
+    instance from the model's settings (``ModelSettings.chunking``).
 
     ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
     document tokens per chunk (477 for BERT). ``stride=None`` means disjoint chunks: with
