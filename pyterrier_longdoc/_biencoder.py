@@ -32,15 +32,18 @@ class BiEncoderModel(LongDocModel):
     """
 
     def __init__(self, encoder, tokenizer, aggregator, chunking: Chunking):
-        queries = chunking.max_query_tokens
         self._windows_seen: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()  # (precision, text) -> windows
+        super().__init__(encoder, tokenizer, aggregator, chunking)
+
+    def read_with(self, chunking: Chunking) -> None:
+        queries = chunking.max_query_tokens
         # the windows' chunking: max_query_tokens of room that no query takes
-        super().__init__(encoder, tokenizer, aggregator,
-                         dataclasses.replace(chunking, max_length=chunking.max_length + queries))
-        self.query_layout = SpecialLayout.single(tokenizer, chunking.query_prefix)
+        super().read_with(dataclasses.replace(chunking, max_length=chunking.max_length + queries))
+        self.query_layout = SpecialLayout.single(self.tokenizer, chunking.query_prefix)
         # a query is the one window of its own sequence
         self.query_chunking = Chunking(window=queries, max_query_tokens=1, max_doc_tokens=queries, max_chunks=1,
                                        max_length=1 + queries + self.query_layout.n_special)
+        self._windows_seen.clear()  # windows cut the old way
 
     @staticmethod
     def sequence_layout(tokenizer, chunking: Chunking, eos: bool) -> SpecialLayout:

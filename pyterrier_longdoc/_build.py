@@ -18,7 +18,6 @@ from torch import nn
 
 from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
                         remote_code_files, resolve_checkpoint)
-from ._chunking import Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
 from ._registry import CHUNKING_SETTINGS, model_class
@@ -126,14 +125,11 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     """The engine, the head and the config of ``cls`` over the start's encoder."""
     chunk_head = cls.aggregator.chunk_head
     chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
-    if chunk_settings.get("max_length", 0) is None:  # the encoder's own maximum
-        chunk_settings["max_length"] = encoder_max_length(start.encoder, start.tokenizer)
-    if chunk_settings.get("max_query_tokens", 0) is None:  # as many as the engine's query sequence holds
-        chunk_settings["max_query_tokens"] = cls.engine.longest_query(start.tokenizer, chunk_settings)
+    resolved = resolved_chunking(chunk_settings, start.encoder, start.tokenizer, cls.engine)
     head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                 **({"head": start.head} if chunk_head else {}))
-    model = cls.engine(start.encoder, start.tokenizer, aggregator, Chunking(**chunk_settings))
+    model = cls.engine(start.encoder, start.tokenizer, aggregator, cls.Settings(**merged).chunking(**resolved))
     model.code_files = tuple(start.code_files)
     cls._prepare_backbone(model, merged)
     merged.update(aggregator.saved_settings())
@@ -142,6 +138,17 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     config = ModelConfig(model=cls.name, settings=merged, encoder=start.encoder.config.to_dict(),
                          head_type=head_type, base_model=start.base_model)
     return config, model
+
+
+def resolved_chunking(chunk_settings: dict, encoder, tokenizer, engine) -> dict:
+    """What the encoder makes of the chunking settings that are None: ``max_length`` its own maximum,
+    ``max_query_tokens`` as many as the engine's query sequence holds (bi-encoders)."""
+    resolved = {}
+    if chunk_settings.get("max_length", 0) is None:
+        resolved["max_length"] = encoder_max_length(encoder, tokenizer)
+    if chunk_settings.get("max_query_tokens", 0) is None:
+        resolved["max_query_tokens"] = engine.longest_query(tokenizer, {**chunk_settings, **resolved})
+    return resolved
 
 
 def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:

@@ -7,6 +7,7 @@ once serves every query that retrieves it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,7 +95,9 @@ def _find(seq: list[int], sub: list[int], start: int) -> int:
 
 @dataclass(frozen=True)
 class Chunking:
-    """How a model cuts a document into chunks; saved in ``config.json``.
+    """How a model cuts a document into chunks; saved in ``config.json``. Its defaults are the
+    chunking settings' (``ModelSettings`` takes them from here), and a model's engine gets its
+    instance from the model's settings (``ModelSettings.chunking``).
 
     ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
     document tokens per chunk (477 for BERT). ``stride=None`` means disjoint chunks: with
@@ -177,3 +180,9 @@ class Chunking:
         if self.max_chunks is not None and self.chunk_selection == "first":
             cap = min(cap, (self.max_chunks - 1) * stride + window)
         return cap
+
+
+# the chunking settings every model has: the fields of its ``Settings`` that make its engine's ``Chunking``
+# (``ModelSettings.chunking``); their defaults are written here only
+CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
+CHUNKING_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Chunking)}

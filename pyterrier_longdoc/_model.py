@@ -114,17 +114,10 @@ class LongDocModel(ObservedStages, nn.Module):
         self.encoder = encoder
         self.aggregator = aggregator
         self.tokenizer = tokenizer
-        self.chunking = chunking
         aggregator.attach(encoder, tokenizer, chunking)
-        # a head on the last token (decoder-only LMs) reads it at an EOS appended, unless told otherwise
-        reads_last = getattr(getattr(aggregator, "head", None), "pooling", None) == "last"
-        if reads_last and hasattr(encoder.config, "use_cache"):
+        if self.reads_last_token and hasattr(encoder.config, "use_cache"):
             encoder.config.use_cache = False  # scoring never generates: no key/value cache
-        eos = reads_last if chunking.append_eos is None else chunking.append_eos
-        self.layout = self.sequence_layout(tokenizer, chunking, eos=eos)
-        chunking.doc_window(self.layout)  # fails early if the chunks cannot fit the encoder
-        self.tokenization = Tokenization.shared(tokenizer, prefix=chunking.doc_prefix)
-        self.query_tokenization = Tokenization.shared(tokenizer, prefix=chunking.query_prefix)
+        self.read_with(chunking)
         # encoders without token types (RoBERTa-style) get none, rather than ids they never saw
         self.uses_token_types = getattr(encoder.config, "type_vocab_size", 0) > 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -144,6 +137,22 @@ class LongDocModel(ObservedStages, nn.Module):
     @partial_last_layer.setter
     def partial_last_layer(self, value: bool) -> None:
         self.runtime.partial_last_layer = value
+
+    @property
+    def reads_last_token(self) -> bool:
+        """A head on the last token (decoder-only LMs), which reads it at an EOS appended unless told otherwise."""
+        return getattr(getattr(self.aggregator, "head", None), "pooling", None) == "last"
+
+    def read_with(self, chunking: Chunking) -> None:
+        """Read documents with ``chunking`` (the model's settings, resolved against the encoder:
+        ``ModelSettings.chunking``); the layout and the tokenizations follow its prefixes. Fails, leaving
+        the model as it was, if its chunks cannot fit the encoder."""
+        eos = self.reads_last_token if chunking.append_eos is None else chunking.append_eos
+        layout = self.sequence_layout(self.tokenizer, chunking, eos=eos)
+        chunking.doc_window(layout)  # fails early if the chunks cannot fit the encoder
+        self.chunking, self.layout = chunking, layout
+        self.tokenization = Tokenization.shared(self.tokenizer, prefix=chunking.doc_prefix)
+        self.query_tokenization = Tokenization.shared(self.tokenizer, prefix=chunking.query_prefix)
 
     @staticmethod
     def longest_query(tokenizer, chunk_settings: dict) -> int:

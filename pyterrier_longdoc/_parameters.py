@@ -1,70 +1,113 @@
-"""PyTerrier's ``get_parameter``/``set_parameter`` on a model: the chunking settings and the
-runtime options, so that ``pt.GridSearch`` and ``pt.GridScan`` can tune ``window``, ``stride``,
-``max_doc_tokens`` and the rest without rebuilding the model."""
+"""PyTerrier's ``get_parameter``/``set_parameter`` on a model: its settings and the runtime options,
+so that ``pt.GridSearch`` and ``pt.GridScan`` can tune ``window``, ``stride``, ``max_doc_tokens``,
+``k``, ``dtype`` and the rest without rebuilding the model."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 
+from ._build import resolved_chunking
 from ._registry import CHUNKING_SETTINGS
 from ._runtime import OPTIONS as RUNTIME_OPTIONS
-from ._settings import ModelSettings
 
 
 class Parameters:
-    """Chunking settings (saved with the model) and runtime options, by name.
+    """The model's settings (its class's ``Settings``, saved with the model) and runtime options, by name.
 
-    A change goes through the model's ``Settings`` at once; ``pt.GridSearch`` sets one parameter at a
-    time, so ``window=20`` may come before the ``stride=10`` that goes with it: such a value waits
-    for its partner and is checked with it when the model next reads a document.
+    A change goes through the model's ``Settings`` at once, and the engine reads documents with the
+    chunking the new settings make (``ModelSettings.chunking``). ``pt.GridSearch`` sets one parameter
+    at a time, so ``window=20`` may come before the ``stride=10`` that goes with it: such a value
+    waits for its partner and is checked with it when the model next reads a document.
     """
 
     def tunable_parameters(self) -> tuple[str, ...]:
-        """The names ``get_parameter`` and ``set_parameter`` take."""
-        return CHUNKING_SETTINGS + RUNTIME_OPTIONS
+        """The names ``set_parameter`` takes (``get_parameter`` also reads the other settings)."""
+        names = [f.name for f in dataclasses.fields(self.Settings)]
+        return tuple(name for name in names if self._why_fixed(name) is None) + RUNTIME_OPTIONS
 
-    def _unsettled(self) -> dict:
-        return self.__dict__.setdefault("_unsettled_chunking", {})
+    def _waiting(self) -> dict:
+        """Chunking values set_parameter took that wait for a partner (``window`` before ``stride``)."""
+        return self.__dict__.setdefault("_waiting_chunking", {})
 
     def get_parameter(self, name: str):
-        """A chunking setting (``window``, ``stride``, ``max_doc_tokens``, ...) or a runtime
+        """A setting of the model's ``Settings`` (``window``, ``stride``, ``k``, ...) or a runtime
         option (``batch_size``, ``dtype``, ``device``, ... every field of ``Runtime``), as it was set."""
-        if name in CHUNKING_SETTINGS:
-            return self._unsettled().get(name, getattr(self.typed_settings, name))
         if name in RUNTIME_OPTIONS:
             return getattr(self.runtime, name)
-        raise ValueError(f"{type(self).__name__} has no parameter {name!r}; parameters: "
-                         f"{', '.join(self.tunable_parameters())}")
+        if name in {f.name for f in dataclasses.fields(self.Settings)}:
+            return self._waiting().get(name, getattr(self.typed_settings, name))
+        raise self._unknown_parameter(name)
 
     def set_parameter(self, name: str, value) -> None:
-        """Change one parameter in place (as ``pt.GridSearch`` does); a chunking setting is saved
-        with the model by ``save_pretrained`` and shown by ``repr`` at once. The new settings go
-        through the checks of the model's ``Settings``; a value that only a setting still to come
-        makes valid (``window=20`` before ``stride=10``) waits for it, checked on its own now and
-        with the others when the model next reads a document: a frame then gets a warning naming
-        the combination and a run that scores no document, so that a grid search finishes with a
-        valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit`` and
-        ``save_pretrained`` raise the error."""
+        """Change one parameter in place (as ``pt.GridSearch`` does); a setting is saved with the model
+        by ``save_pretrained`` and shown by ``repr`` at once. The value goes through the checks of the
+        model's ``Settings`` (``MaxPSettings``, ...); one that changes what the weights are (``layers``,
+        ``lora``, CEDR's ``max_query_tokens``) is refused, saying what to do instead. A chunking value
+        that only a setting still to come makes valid (``window=20`` before ``stride=10``) waits for it,
+        checked on its own now and with the others when the model next reads a document: a frame then
+        gets a warning naming the combination and a run that scores no document, so that a grid search
+        finishes with a valid setting (the guide's "Tuning with pt.GridSearch"); ``predict``, ``fit``
+        and ``save_pretrained`` raise the error."""
         if name in RUNTIME_OPTIONS:
             setattr(self, name, value)  # as model.<name> = value: checked by the runtime, as the constructor checks it
             return
-        if name not in CHUNKING_SETTINGS:
-            self.get_parameter(name)  # the error naming the parameters
-        if name == "max_query_tokens" and hasattr(self.model.aggregator, "query_length"):
-            raise ValueError(f"{type(self).__name__}'s head was built for max_query_tokens="
-                             f"{self.model.chunking.max_query_tokens}: its weights depend on it, so it cannot change")
-        ModelSettings(**{name: value})  # the value on its own
-        waiting = self._unsettled()
+        self.get_parameter(name)  # the error naming the parameters
+        why = self._why_fixed(name)
+        if why is not None:
+            raise ValueError(why)
+        # the value on its own, through the class's own checks (window and stride are checked as a pair later)
+        type(self).Settings(**{"window": None, "stride": None, name: value})
+        if name not in CHUNKING_SETTINGS:  # a head setting the aggregator reads at each call (k)
+            self._replace_settings(**{name: value})
+            setattr(self.model.aggregator, name, value)
+            return
+        waiting = self._waiting()
         waiting[name] = value
         try:
-            self._replace_settings(**waiting)
+            self._read_with_settings(waiting)
         except ValueError:
             return  # a combination that the next set_parameter may complete
         waiting.clear()
-        self._settings_changed = True
+
+    def _why_fixed(self, name: str) -> str | None:
+        """Why ``set_parameter`` cannot change setting ``name`` in place, or None where it can."""
+        model = type(self).__name__
+        current = getattr(self.typed_settings, name)
+        instead = (f"build one model per value instead, {model}(source, {name}=...), and train each if its weights "
+                   f"were trained")
+        if name == "max_query_tokens" and hasattr(self.model.aggregator, "query_length"):
+            return (f"{model}'s head was built for max_query_tokens={self.model.chunking.max_query_tokens}: its "
+                    f"weights depend on it, so it cannot change; {instead}")
+        if name in CHUNKING_SETTINGS or name in type(self.model.aggregator).tunable:
+            return None
+        field = next(f for f in dataclasses.fields(self.Settings) if f.name == name)
+        if field.metadata.get("derived"):
+            return f"{model}'s {name} is derived while the model is built, not set"
+        if name in self.backbone_settings:
+            return (f"{model}'s {name}={current!r} changed the encoder when the model was built, so it cannot "
+                    f"change in place; {instead}")
+        return (f"{model}'s {name}={current!r} shapes its head's weights (built, and maybe trained, for that "
+                f"value), so it cannot change in place; {instead}")
+
+    def _unknown_parameter(self, name: str) -> ValueError:
+        names = self.tunable_parameters()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return ValueError(f"{type(self).__name__} has no parameter {name!r}{hint}; its Settings are "
+                          f"{type(self).Settings.__name__}'s; parameters: {', '.join(names)}")
+
+    def _read_with_settings(self, changes: dict) -> None:
+        """New settings through the class's checks, and the engine reading with their chunking (the
+        encoder resolving what is None); nothing changes if either fails."""
+        settings = self.typed_settings.replace(**changes)
+        resolved = resolved_chunking({k: getattr(settings, k) for k in CHUNKING_SETTINGS}, self.model.encoder,
+                                     self.model.tokenizer, self.model)
+        self.model.read_with(settings.chunking(**resolved))
+        self._replace_settings(**changes)
 
     def parameter_problem(self) -> str | None:
-        """Why the chunking settings ``set_parameter`` changed do not work together, or None
-        (they are applied when they do)."""
+        """Why the chunking values ``set_parameter`` took do not work together, or None (they are
+        applied when they do)."""
         try:
             self.settle_parameters()
         except ValueError as error:
@@ -72,23 +115,15 @@ class Parameters:
         return None
 
     def settle_parameters(self) -> None:
-        """Applies the chunking settings ``set_parameter`` changed; an error names a combination
-        that does not work."""
-        changed = self._unsettled()
-        if not changed and not self.__dict__.get("_settings_changed"):
+        """Applies the chunking values ``set_parameter`` took that waited for a partner; an error names
+        a combination that does not work."""
+        waiting = self._waiting()
+        if not waiting:
             return
         try:
-            if changed:
-                self._replace_settings(**changed)
-            current = self.typed_settings
-            chunking = dataclasses.replace(self.model.chunking, **{
-                k: getattr(current, k) for k in CHUNKING_SETTINGS
-                if getattr(current, k) is not None or k not in ("max_length", "max_query_tokens")})
-            chunking.doc_window(self.model.layout)  # the chunks must fit the encoder
+            self._read_with_settings(waiting)
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}: the settings given to set_parameter "
-                             f"({', '.join(f'{k}={v!r}' for k, v in changed.items())}) do not work together: "
+                             f"({', '.join(f'{k}={v!r}' for k, v in waiting.items())}) do not work together: "
                              f"{error}") from None
-        self.model.chunking = chunking
-        changed.clear()
-        self._settings_changed = False
+        waiting.clear()

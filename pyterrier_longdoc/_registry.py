@@ -9,12 +9,9 @@ defined.
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib
 
-from ._chunking import Chunking
-
-CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
+from ._chunking import CHUNKING_SETTINGS  # noqa: F401 - read by the builder and set_parameter
 
 # short name -> "module:Class", in the order `pyterrier-longdoc models` lists them
 MODELS: dict[str, str] = {

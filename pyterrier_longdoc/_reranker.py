@@ -251,7 +251,7 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     def __repr__(self) -> str:
         # the settings as they are now (set_parameter included), where they differ from the class's
         source, flags = self._source
-        current = {**self._settings.changed(), **self._unsettled()}
+        current = {**self._settings.changed(), **self._waiting()}
         args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **current, **flags}.items())
         return f"{type(self).__name__}({source!r}{args})"
 

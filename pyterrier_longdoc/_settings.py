@@ -16,7 +16,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._chunking import CHUNK_SELECTIONS, DISJOINT_SPLITS, Chunking
+from ._chunking import CHUNK_SELECTIONS, CHUNKING_DEFAULTS, CHUNKING_SETTINGS, DISJOINT_SPLITS, Chunking
 
 
 def setting(default: Any, doc: str, *, derived: bool = False):
@@ -27,25 +27,35 @@ def setting(default: Any, doc: str, *, derived: bool = False):
     return field(metadata={"doc": doc, "derived": derived}, **value)
 
 
+def chunk_setting(name: str, doc: str):
+    """A chunking field of the settings, with ``Chunking``'s default (written there only)."""
+    return setting(CHUNKING_DEFAULTS[name], doc)
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """How every model reads a document (the chunking settings); a family's class adds its head's."""
 
-    window: int | None = setting(None, "tokens per chunk; None fills the encoder input (max_length less the query "
-                                       "and the special tokens: 477 for BERT)")
-    stride: int | None = setting(None, "tokens between the starts of two chunks; None: disjoint chunks")
-    max_query_tokens: int | None = setting(32, "query tokens read, the rest cropped (None: as many as the model's "
-                                                "query sequence holds; bi-encoders)")
-    max_doc_tokens: int = setting(1431, "document tokens read at most, the rest cropped")
-    max_chunks: int | None = setting(None, "chunks per document at most (None: no cap)")
-    chunk_selection: str = setting("first", f"which chunks ``max_chunks`` keeps: one of {CHUNK_SELECTIONS}")
-    max_length: int | None = setting(512, "tokens per encoder sequence (None: the encoder's own maximum)")
-    disjoint_split: str = setting("even", f"how ``stride=None`` cuts a document: one of {DISJOINT_SPLITS} "
-                                          "(chunks of equal size, or full chunks but the last)")
-    query_prefix: str = setting("", "text before the query (its tokens count as special tokens)")
-    doc_prefix: str = setting("", "text before every chunk (its tokens count as special tokens)")
-    append_eos: bool | None = setting(None, "the tokenizer's EOS after the chunk; None: where the head reads the "
-                                            "last token (decoder-only LMs)")
+    # the chunking fields: their defaults are Chunking's (one home), their types also allow None where
+    # the encoder resolves it
+    window: int | None = chunk_setting("window", "tokens per chunk; None fills the encoder input (max_length "
+                                                 "less the query and the special tokens: 477 for BERT)")
+    stride: int | None = chunk_setting("stride", "tokens between the starts of two chunks; None: disjoint chunks")
+    max_query_tokens: int | None = chunk_setting("max_query_tokens", "query tokens read, the rest cropped (None: as "
+                                                 "many as the model's query sequence holds; bi-encoders)")
+    max_doc_tokens: int = chunk_setting("max_doc_tokens", "document tokens read at most, the rest cropped")
+    max_chunks: int | None = chunk_setting("max_chunks", "chunks per document at most (None: no cap)")
+    chunk_selection: str = chunk_setting("chunk_selection",
+                                         f"which chunks ``max_chunks`` keeps: one of {CHUNK_SELECTIONS}")
+    max_length: int | None = chunk_setting("max_length", "tokens per encoder sequence (None: the encoder's own "
+                                                         "maximum)")
+    disjoint_split: str = chunk_setting("disjoint_split", f"how ``stride=None`` cuts a document: one of "
+                                                          f"{DISJOINT_SPLITS} (chunks of equal size, or full chunks "
+                                                          "but the last)")
+    query_prefix: str = chunk_setting("query_prefix", "text before the query (its tokens count as special tokens)")
+    doc_prefix: str = chunk_setting("doc_prefix", "text before every chunk (its tokens count as special tokens)")
+    append_eos: bool | None = chunk_setting("append_eos", "the tokenizer's EOS after the chunk; None: where the "
+                                                          "head reads the last token (decoder-only LMs)")
     gradient_checkpointing: bool = setting(False, "recompute the encoder's activations in the backward pass "
                                                   "instead of keeping them (training only): less memory for long "
                                                   "documents, for one more forward pass of the encoder a step")
@@ -54,12 +64,17 @@ class ModelSettings:
         flag(self, "gradient_checkpointing")
         # None for max_length and max_query_tokens is resolved against the encoder; every other
         # value, and the combinations that need no encoder, are checked here, before it loads
-        chunking = {f.name: getattr(self, f.name) for f in dataclasses.fields(Chunking)}
-        placeholders = {"max_length": 512, "max_query_tokens": 1}
         try:
-            Chunking(**{k: placeholders[k] if v is None and k in placeholders else v for k, v in chunking.items()})
+            self.chunking(max_length=512, max_query_tokens=1)
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from None
+
+    def chunking(self, **resolved) -> Chunking:
+        """The engine's ``Chunking``: these settings' chunking fields (the one place they are copied),
+        with ``resolved`` in place of those that are None until the encoder says (``max_length``,
+        ``max_query_tokens``)."""
+        values = {name: getattr(self, name) for name in CHUNKING_SETTINGS}
+        return Chunking(**{**values, **{k: v for k, v in resolved.items() if values[k] is None}})
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as ``config.json`` holds them."""

@@ -28,6 +28,8 @@ class Aggregator(nn.Module):
     #: scores with a chunk head ``head`` (``[..., H] -> [..., 1]``): a trained cross-encoder's own
     #: sequence-classification head when the model starts from one, else a new head
     chunk_head: ClassVar[bool] = False
+    #: settings the aggregator reads at each call, not in the shape of its weights: set_parameter changes them in place
+    tunable: ClassVar[tuple[str, ...]] = ()
     #: scores with no trained parameters of its own (a bi-encoder's similarity): no new head to warn of
     zero_shot: ClassVar[bool] = False
     #: what ``window_weights`` gives per window, as the explanation's column (``"window_scores"``), or

@@ -18,6 +18,7 @@ class ScoreAggregator(Aggregator):
     """``reduce(head(cls_1), ..., head(cls_m))`` over a document's chunks."""
 
     chunk_head = True
+    tunable = ("k",)  # how many window scores the mean takes: no weight depends on it
     window_weights_column = "window_scores"
 
     def __init__(self, hidden_size: int, reduce: str, k: int = 3, head: nn.Module | None = None):

@@ -1,9 +1,13 @@
 """The Runtime: the one home of device, dtype, batch size and the engine options, each checked
 when it is set (in the constructor or later), and the dtype vocabulary every entry point shares."""
+import warnings
+
+import numpy as np
 import pytest
 import torch
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc import LongDocWarning
 from pyterrier_longdoc._runtime import Runtime
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
@@ -178,3 +182,25 @@ def test_a_saved_models_stride_is_named_as_the_models():
     settings = {**pl.MaxP.defaults, "window": 20, "stride": 50}
     with pytest.raises(ValueError, match=r"MaxP: window 20 is smaller than the model's stride 50"):
         pl.MaxP.Settings.from_dict(settings, owner="MaxP", given={"window": 20})
+
+
+def test_dtype_and_batch_size_are_set_on_the_model_alike_and_score_as_given_to_the_constructor(tiny_bert, tmp_path):
+    # model.batch_size = 4 worked while model.dtype = "bf16" raised: both are runtime options, set one way
+    warnings.simplefilter("ignore", LongDocWarning)  # bf16 is emulated (and says so) on a CPU without native bf16
+    built = pl.MaxP(tiny_bert, **SETTINGS)
+    built.save_pretrained(tmp_path / "m")
+    model = pl.MaxP(str(tmp_path / "m"))
+    model.dtype = "bf16"
+    model.batch_size = 4
+    assert (model.dtype, model.batch_size) == ("bf16", 4) == (model.runtime.dtype, model.runtime.batch_size)
+    given = pl.MaxP(str(tmp_path / "m"), dtype="bf16", batch_size=4)
+    texts = ["the red cat sat on the mat " * 3, "a dog"]
+    assert np.array_equal(model.score_texts(["red cat"] * 2, texts), given.score_texts(["red cat"] * 2, texts))
+
+
+def test_a_cuda_device_set_on_the_model_fails_at_once_and_keeps_the_device(tiny_bert, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    model = pl.MaxP(tiny_bert, **SETTINGS)
+    with pytest.raises(ValueError, match=r"device='cuda': no CUDA GPU is available"):
+        model.device = "cuda"
+    assert model.runtime.device is None and model.device == torch.device("cpu")

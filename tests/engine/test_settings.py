@@ -132,3 +132,80 @@ def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
     assert seen["args"].lr == 3e-5 and seen["args"].epochs == 2
     model.fit(topics, qrels, candidates)  # without args, the stored options apply
     assert seen["args"].lr == 1e-4 and seen["args"].epochs == 3
+
+
+# --- chunking held once: the engine reads with its Settings' chunking; set_parameter tunes every setting it can ---
+
+def test_chunking_defaults_have_one_home_and_the_engine_reads_the_settings_chunking(tiny_bert):
+    from pyterrier_longdoc._chunking import CHUNKING_DEFAULTS, CHUNKING_SETTINGS, Chunking
+    from pyterrier_longdoc._settings import ModelSettings
+
+    plain = ModelSettings()
+    assert {name: getattr(plain, name) for name in CHUNKING_SETTINGS} == CHUNKING_DEFAULTS == dataclasses.asdict(Chunking())
+    model = new_model(tiny_bert)
+    model.set_parameter("window", 8)
+    model.set_parameter("stride", 4)
+    assert model.model.chunking == model.typed_settings.chunking()
+
+
+def test_set_parameter_errors_name_the_class_settings_and_suggest_the_name(tiny_bert):
+    model = new_model(tiny_bert)
+    with pytest.raises(ValueError, match=r"MaxPSettings: window must be a positive integer"):
+        model.set_parameter("window", 0)
+    with pytest.raises(ValueError, match=r"no parameter 'windw' \(did you mean 'window'\?\)"):
+        model.set_parameter("windw", 8)
+    assert model.get_parameter("window") == 12
+
+
+def test_set_parameter_tunes_k_as_the_constructor_sets_it(tiny_bert, tmp_path):
+    model = new_model(tiny_bert, pl.KMaxAvgP)
+    model.save_pretrained(tmp_path / "m")
+    texts = ["the red cat sat on the mat " * 4, "a dog ran " * 6]
+    model.set_parameter("k", 1)
+    assert model.get_parameter("k") == 1 and "k=1" in repr(model) and model.model.aggregator.k == 1
+    built = pl.KMaxAvgP(str(tmp_path / "m"), k=1)
+    assert torch.allclose(torch.as_tensor(model.score_texts(["red cat"] * 2, texts)),
+                          torch.as_tensor(built.score_texts(["red cat"] * 2, texts)), atol=1e-6)
+    with pytest.raises(ValueError, match="KMaxAvgPSettings: k must be a positive integer"):
+        model.set_parameter("k", 0)
+
+
+def test_set_parameter_dtype_scores_as_the_constructors_dtype(tiny_bert, tmp_path):
+    warnings.simplefilter("ignore", pl.LongDocWarning)  # bf16 is emulated (and says so) on a CPU without native bf16
+    new_model(tiny_bert).save_pretrained(tmp_path / "m")
+    model = pl.MaxP(str(tmp_path / "m"))
+    model.set_parameter("dtype", "bf16")
+    texts = ["the red cat sat on the mat " * 4]
+    assert model.score_texts(["red cat"], texts) == pl.MaxP(str(tmp_path / "m"), dtype="bf16").score_texts(
+        ["red cat"], texts)
+
+
+@pytest.mark.parametrize("cls, name, value, message", [
+    (pl.ParadeCNN, "layers", 2, r"ParadeCNN's layers=4 shapes its head's weights .*cannot change in place; build one "
+                                r"model per value instead, ParadeCNN\(source, layers=\.\.\.\)"),
+    (pl.ParadeTransformer, "layers", 1, r"ParadeTransformer's layers=2 shapes its head's weights"),
+    (pl.MaxP, "gradient_checkpointing", True, r"gradient_checkpointing=False changed the encoder when the model was "
+                                              r"built"),
+])
+def test_set_parameter_refuses_what_changes_the_weights_saying_what_to_do(tiny_bert, cls, name, value, message):
+    model = new_model(tiny_bert, cls)
+    with pytest.raises(ValueError, match=message):
+        model.set_parameter(name, value)
+    assert model.get_parameter(name) == cls.defaults[name]
+    assert name not in model.tunable_parameters()
+
+
+def test_set_parameter_prefixes_follow_into_the_layout(tiny_bert):
+    # the layout (prefix tokens) stayed the old one when set_parameter changed doc_prefix
+    model = new_model(tiny_bert)
+    model.set_parameter("doc_prefix", "document: ")
+    assert model.model.layout == new_model(tiny_bert, doc_prefix="document: ").model.layout
+    assert model.model.layout != new_model(tiny_bert).model.layout
+
+
+def test_a_biencoder_keeps_its_query_room_after_set_parameter(tiny_bert):
+    # settling set_parameter copied the settings' max_length over the bi-encoder's windows' (max_length + queries)
+    model = pl.BiEncoderMaxP(tiny_bert, window=6, stride=3, max_length=32, max_query_tokens=8)
+    before = model.model.chunking
+    model.set_parameter("stride", 2)
+    assert model.model.chunking == dataclasses.replace(before, stride=2)
