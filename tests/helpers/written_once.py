@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,8 +20,13 @@ _written: dict = {}
 def _cache_root() -> Path:
     if not _root:
         _root.append(Path(tempfile.mkdtemp(prefix="longdoc-tiny-backbones-")))
-        atexit.register(shutil.rmtree, _root[0], ignore_errors=True)
+        atexit.register(_remove, _root[0], os.getpid())
     return _root[0]
+
+
+def _remove(root: Path, owner: int) -> None:
+    if os.getpid() == owner:  # a process forked from the session's leaves the session's copies in place
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def written_once(write):
