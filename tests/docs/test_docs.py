@@ -81,10 +81,18 @@ def standins(tmp_path_factory):
     return docs_standins.prepare(tmp_path_factory.mktemp("standins"))
 
 
+@pytest.fixture(scope="module")
+def fresh_processes():
+    from helpers.fresh_process import FreshProcesses
+
+    return FreshProcesses()
+
+
 @pytest.mark.parametrize("page", [p for p in GUIDE if python_blocks(p.read_text())], ids=lambda p: p.stem)
-def test_every_code_block_of_the_guide_runs(page, standins, tmp_path):
+def test_every_code_block_of_the_guide_runs(page, standins, fresh_processes, tmp_path):
     """The page's blocks run in order, in one fresh process (one JVM for Pyserini's page), with the
-    stand-ins' names and files; a block that fails names the page."""
+    stand-ins' names and files; a block that fails names the page. The process is forked from one that
+    has imported torch and PyTerrier already (helpers/fresh_process.py): the page's own state is fresh."""
     work = tmp_path / "work"
     shutil.copytree(standins, work)
     script = ["import sys", f"sys.path.insert(0, {str(ROOT / 'tests')!r})", "from helpers import docs_standins",
@@ -92,9 +100,8 @@ def test_every_code_block_of_the_guide_runs(page, standins, tmp_path):
     for number, block in enumerate(python_blocks(page.read_text()), 1):
         script += [f"print('--- block {number}', flush=True)", block]
     (work / "page.py").write_text("\n".join(script))
-    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([sys.executable, "page.py"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
-    assert run.returncode == 0, f"{page.name}: {run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+    returncode, printed = fresh_processes.run(work, "page.py")
+    assert returncode == 0, f"{page.name}: {printed[-5000:]}"
 
 
 def test_only_python_blocks_are_run():

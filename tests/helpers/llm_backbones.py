@@ -10,6 +10,7 @@ import string
 from pathlib import Path
 
 from helpers.tiny_bert import WORDS
+from helpers.written_once import written_once
 
 CORPUS = [" ".join(WORDS + ["query", "document", "passage", ":", "?", "."])] * 4 + list(string.ascii_lowercase)
 TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -38,6 +39,7 @@ def qwen2_tokenizer():
     return Qwen2Tokenizer(**bpe, pad_token="<|pad|>")  # a pad token apart from EOS, as RankLLaMA's Llama has
 
 
+@written_once  # built once per session, copied for each test that asks
 def write_tiny_lm(path: Path, family: str = "llama", *, classifier: bool = True, seed: int = 0) -> Path:
     """A 2-layer ``family`` ("llama" or "qwen2") LM: a sequence classifier with a random score head
     (a stand-in for a RankLLaMA-style checkpoint) or, with ``classifier=False``, the plain LM."""

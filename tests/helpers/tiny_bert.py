@@ -1,10 +1,13 @@
 """A tiny random BERT and its vocabulary of whole words, written to a local folder, offline."""
 import string
 
+from helpers.written_once import written_once
+
 WORDS = ("the a of and to in is what how why cat dog bird fish red blue green castle river "
          "mountain forest city house door window book paper music song answer question alpha beta gamma").split()
 
 
+@written_once  # built once per session, copied for each test that asks
 def write_tiny_bert(path, hidden_size=32, layers=2, heads=2, seed=0):
     import torch
     from transformers import BertConfig, BertModel, BertTokenizer, BertTokenizerFast

@@ -9,6 +9,7 @@ import string
 from pathlib import Path
 
 from helpers.tiny_bert import WORDS, write_tiny_bert
+from helpers.written_once import written_once
 
 # several chunks per test document, and still fast
 SMALL_CHUNKS = {"window": 12, "stride": 6, "max_doc_tokens": 48}
@@ -49,6 +50,7 @@ def tiny_backbone_for(name: str, tmp_path) -> tuple[str, dict] | None:
     return str(write_tiny_bert(tmp_path / "tiny-bert")), settings
 
 
+@written_once  # built once per session, copied for each test that asks
 def write_tiny_longformer(path: Path, attention_window: int = 8) -> Path:
     """A 2-layer Longformer with a byte-level BPE tokenizer (RoBERTa layout) trained here."""
     import torch

@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -41,15 +42,37 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    """The filterwarnings of pyproject.toml, on test files written here, one per case, run by one
+    pytest (one interpreter start for all the cases): each case's outcome and failure text."""
+    folder = tmp_path_factory.mktemp("warning-cases")
+    files = {}
+    for i, (case, (body, _)) in enumerate(CASES.items()):
+        files[case] = f"test_case_{i}.py"
+        (folder / files[case]).write_text("import pytest\n" + WARNS + "\n\n" + body)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                          "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(folder), "--junitxml", "report.xml",
+                          *files.values()], cwd=folder, capture_output=True, text=True, timeout=300)
+    shown = run.stdout[-3000:] + run.stderr[-2000:]
+    assert (folder / "report.xml").exists(), shown
+    report = {case.get("classname"): case for case in ElementTree.parse(folder / "report.xml").iter("testcase")}
+    found = {}
+    for case, name in files.items():
+        testcase = report.get(name.removesuffix(".py"))  # junit's classname: the module's name
+        assert testcase is not None, f"{case}: {name} did not run\n{shown}"
+        failure = testcase.find("failure")
+        if failure is None:
+            failure = testcase.find("error")
+        found[case] = ("passed", "") if failure is None else ("failed", (failure.get("message") or "") + (failure.text or ""))
+    return found, shown
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_library_warnings_are_errors_unless_asserted_or_declared(case, tmp_path):
-    """The filterwarnings of pyproject.toml, on a test file written here: a LongDocWarning (or an old
-    name's deprecation) that a test neither asserts nor declares fails it."""
-    body, outcome = CASES[case]
-    (tmp_path / "test_case.py").write_text("import pytest\n" + WARNS + "\n\n" + body)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
-                          str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path / "test_case.py")],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert re.search(rf"\b1 {outcome}\b", run.stdout), run.stdout[-3000:] + run.stderr[-2000:]
+def test_library_warnings_are_errors_unless_asserted_or_declared(case, outcomes):
+    """A LongDocWarning (or an old name's deprecation) that a test neither asserts nor declares fails it."""
+    found, shown = outcomes
+    outcome, failure = found[case]
+    assert outcome == CASES[case][1], f"{case}: {outcome}\n{failure}\n{shown}"
     if outcome == "failed":
-        assert "Warning: " in run.stdout and ("cropped" in run.stdout or "deprecated" in run.stdout)
+        assert "Warning: " in failure and ("cropped" in failure or "deprecated" in failure), failure

@@ -105,22 +105,29 @@ def test_the_committed_stubs_are_what_the_generator_writes():
     assert {f"pyterrier_longdoc.{m}" for m in generator().MODULES} >= registered | {"pyterrier_longdoc._reranker"}
 
 
-def mypy(tmp_path, *files) -> tuple[str, int]:
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory):
+    """One mypy cache for the module's runs: the package's stubs are analysed once, not once per test."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def mypy(tmp_path, cache, *files) -> tuple[str, int]:
     api = pytest.importorskip("mypy.api", reason="mypy is in the dev extra")
     config = tmp_path / "mypy.ini"
     config.write_text(MYPY_CONFIG)
-    out, err, status = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
+    out, err, status = api.run(["--config-file", str(config), "--cache-dir", str(cache),
                                 "--no-error-summary", "--show-error-codes", *map(str, files)])
     return out + err, status
 
 
-def test_mypy_accepts_every_family_built_with_its_settings_and_loaded_with_overrides(tmp_path, monkeypatch):
+def test_mypy_accepts_every_family_built_with_its_settings_and_loaded_with_overrides(tmp_path, mypy_cache,
+                                                                                     monkeypatch):
     monkeypatch.chdir(ROOT)
-    report, status = mypy(tmp_path, Path("tests/project/typed_usage.py"))
+    report, status = mypy(tmp_path, mypy_cache, Path("tests/project/typed_usage.py"))
     assert status == 0 and not report.strip(), report
 
 
-def test_mypy_flags_a_misspelt_setting_and_a_value_of_the_wrong_type(tmp_path, monkeypatch):
+def test_mypy_flags_a_misspelt_setting_and_a_value_of_the_wrong_type(tmp_path, mypy_cache, monkeypatch):
     monkeypatch.chdir(ROOT)
     usage = tmp_path / "wrong_usage.py"
     usage.write_text("from pyterrier_longdoc import LongDocReranker, LLMMaxP, MaxP, ParadeCNN\n"
@@ -130,7 +137,7 @@ def test_mypy_flags_a_misspelt_setting_and_a_value_of_the_wrong_type(tmp_path, m
                      "MaxP.from_pretrained('model', k=3)\n"
                      "LLMMaxP.from_hf('owner/model', lora='r=8')\n"
                      "LongDocReranker.from_pretrained('model', batch_size='8')\n")
-    report, status = mypy(tmp_path, usage)
+    report, status = mypy(tmp_path, mypy_cache, usage)
     assert status == 1
     flagged = {int(line) for line in re.findall(r"wrong_usage\.py:(\d+): error", report)}
     assert flagged == {2, 3, 4, 5, 6, 7}, report

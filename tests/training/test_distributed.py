@@ -64,18 +64,17 @@ def count_communication(counts: Counter) -> None:
     dist.all_reduce = counted_all_reduce
 
 
-def train_in_process(rank, world, port, tiny_bert, out):
-    with process_group(rank, world, port):
-        torch.manual_seed(rank)  # a different fresh head in each process: fit must share rank 0's
-        model = pl.ParadeAttn(tiny_bert, window=12, stride=6, **TOY_SETTINGS)
-        if rank == 0:
-            model.model.load_state_dict(new_model(tiny_bert).model.state_dict())
-        counts = Counter()
-        count_communication(counts)
-        history = model.fit(*toy_task(**TASK), **OPTIONS, **NORMS)
-        with open(f"{out}.{rank}", "w") as f:
-            json.dump({"loss": history["loss"].tolist(), "grad_norm": history["grad_norm"].tolist(),
-                       "scores": model(frame())["score"].tolist(), "counts": counts}, f)
+def train_in_process(rank, tiny_bert, out):
+    torch.manual_seed(rank)  # a different fresh head in each process: fit must share rank 0's
+    model = pl.ParadeAttn(tiny_bert, window=12, stride=6, **TOY_SETTINGS)
+    if rank == 0:
+        model.model.load_state_dict(new_model(tiny_bert).model.state_dict())
+    counts = Counter()
+    count_communication(counts)
+    history = model.fit(*toy_task(**TASK), **OPTIONS, **NORMS)
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump({"loss": history["loss"].tolist(), "grad_norm": history["grad_norm"].tolist(),
+                   "scores": model(frame())["score"].tolist(), "counts": counts}, f)
 
 
 def free_port() -> int:
@@ -84,17 +83,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_in_two_processes(function, *args, tmp_path) -> list[dict]:
-    out = str(tmp_path / "result")
-    mp.spawn(function, args=(2, free_port(), *args, out), nprocs=2, join=True)
-    return [json.loads(Path(f"{out}.{rank}").read_text()) for rank in (0, 1)]
+def both_in_process(rank, world, port, tiny_bert, tiny_bert_with_dropout, folder):
+    """The two tests' runs in one process group: each process starts (imports torch and the
+    library) once for both. The resume runs first, so that train_in_process's counting of
+    DistributedDataParallel's calls is installed after it."""
+    with process_group(rank, world, port):
+        resume_in_process(rank, tiny_bert_with_dropout, folder, f"{folder}/resume")
+        train_in_process(rank, tiny_bert, f"{folder}/train")
 
 
-def test_two_processes_train_like_one_with_the_same_global_batch(tiny_bert, tmp_path):
+@pytest.fixture(scope="module")
+def two_processes(tiny_bert, tiny_bert_with_dropout, tmp_path_factory) -> dict[str, list[dict]]:
+    """Each run's results, per rank: ``train`` (train_in_process) and ``resume`` (resume_in_process)."""
+    folder = tmp_path_factory.mktemp("two-processes")
+    mp.spawn(both_in_process, args=(2, free_port(), tiny_bert, tiny_bert_with_dropout, str(folder)), nprocs=2,
+             join=True)
+    return {run: [json.loads((folder / f"{run}.{rank}").read_text()) for rank in (0, 1)] for run in ("train", "resume")}
+
+
+def test_two_processes_train_like_one_with_the_same_global_batch(tiny_bert, two_processes):
     single = new_model(tiny_bert)
     history = single.fit(*toy_task(**TASK), **OPTIONS, **NORMS)
     expected = history["loss"].tolist()
-    results = run_in_two_processes(train_in_process, tiny_bert, tmp_path=tmp_path)
+    results = two_processes["train"]
     for result in results:
         np.testing.assert_allclose(result["loss"], expected, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(result["grad_norm"], history["grad_norm"], rtol=1e-4)  # the same gradients
@@ -112,19 +123,18 @@ def test_two_processes_train_like_one_with_the_same_global_batch(tiny_bert, tmp_
     assert results[1]["counts"] == {"forward": 6, "synchronised": steps, "all_reduce": steps}
 
 
-def resume_in_process(rank, world, port, encoder, tmp_path, out):
-    with process_group(rank, world, port):
-        before = weights(task_model(encoder, pl.ParadeCNN, dtype="fp16"))
-        straight, resumed, full_history, history = interrupted_and_resumed(
-            encoder, Path(tmp_path), stop_at=2, cls=pl.ParadeCNN, runtime=dict(dtype="fp16"),
-            task=TASK, max_grad_norm=5.0, **{**OPTIONS, "epochs": 3})
-        straight, resumed = weights(straight), weights(resumed)
-        with open(f"{out}.{rank}", "w") as f:
-            json.dump({"differ": [k for k in straight if not torch.equal(straight[k], resumed[k])],
-                       "history": history.to_dict("list"), "full_history": full_history.to_dict("list"),
-                       "pooler_moved": [k for k in straight
-                                        if "pooler" in k and not torch.equal(straight[k], before[k])],
-                       "digest": [float(v.double().sum()) for v in straight.values()]}, f)
+def resume_in_process(rank, encoder, tmp_path, out):
+    before = weights(task_model(encoder, pl.ParadeCNN, dtype="fp16"))
+    straight, resumed, full_history, history = interrupted_and_resumed(
+        encoder, Path(tmp_path), stop_at=2, cls=pl.ParadeCNN, runtime=dict(dtype="fp16"),
+        task=TASK, max_grad_norm=5.0, **{**OPTIONS, "epochs": 3})
+    straight, resumed = weights(straight), weights(resumed)
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump({"differ": [k for k in straight if not torch.equal(straight[k], resumed[k])],
+                   "history": history.to_dict("list"), "full_history": full_history.to_dict("list"),
+                   "pooler_moved": [k for k in straight
+                                    if "pooler" in k and not torch.equal(straight[k], before[k])],
+                   "digest": [float(v.double().sum()) for v in straight.values()]}, f)
 
 
 @pytest.fixture(scope="module")
@@ -138,10 +148,10 @@ def tiny_bert_with_dropout(tiny_bert, tmp_path_factory):
     return str(path)
 
 
-def test_two_processes_resume_bit_identical(tiny_bert_with_dropout, tmp_path):
+def test_two_processes_resume_bit_identical(two_processes):
     """fp16 with its loss scaler, clipping and dropout, in 2 processes stopped after step 2 and
     resumed in fresh models (and fresh RNG states): the same weights to the bit as a straight run."""
-    results = run_in_two_processes(resume_in_process, tiny_bert_with_dropout, str(tmp_path), tmp_path=tmp_path)
+    results = two_processes["resume"]
     for result in results:
         assert result["differ"] == []
         pd.testing.assert_frame_equal(pd.DataFrame(result["history"]), pd.DataFrame(result["full_history"]))
