@@ -21,6 +21,7 @@ AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")
 # set_parameter's names: window_words/stride_words without a tokenizer, window/stride (tokens) with one
 TUNABLE = ("aggregation", "window_words", "stride_words", "window", "stride", "k", "text_field", "tokenizer")
 WINDOW_WORDS, STRIDE_WORDS = 150, 75  # Dai & Callan's passages: 150 words, every 75
+WINDOW_TOKENS, STRIDE_TOKENS = 150, 75  # with a tokenizer: as many of its tokens
 _ROW, _PASSAGE = "longdoc_row", "longdoc_passage"
 _WHITESPACE = re.compile(r"\s+")
 
@@ -72,7 +73,8 @@ def _lengths(window_words, stride_words, window, stride, tokenizer) -> tuple:
             if value is not None:
                 raise ValueError(f"LongDoc: {name} counts white-space words, but with a tokenizer passages are "
                                  f"counted in its tokens: give {name.removesuffix('_words')}= instead")
-    return (WINDOW_WORDS if window is None else window), (STRIDE_WORDS if stride is None else stride)
+    defaults = (WINDOW_WORDS, STRIDE_WORDS) if tokenizer is None else (WINDOW_TOKENS, STRIDE_TOKENS)
+    return (defaults[0] if window is None else window), (defaults[1] if stride is None else stride)
 
 
 class LongDoc(pt.Transformer):

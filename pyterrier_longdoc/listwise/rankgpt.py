@@ -16,6 +16,9 @@ from .prompt import (ANSWER_RESERVE, MESSAGE_OVERHEAD, TokenBudget, fitting_budg
                      rankgpt_messages, read_ids, window_ranges)
 
 
+WINDOW_PASSAGES, STRIDE_PASSAGES = 20, 10  # Sun et al.'s sliding window: 20 passages, every 10
+
+
 class RankGPT(pt.Transformer):
     """RankGPT (Sun et al., EMNLP 2023): a chat LLM orders numbered passages, 20 at a time,
     over a window sliding up from the bottom of the list in steps of 10 (OpenAI, Anthropic,
@@ -59,7 +62,8 @@ class RankGPT(pt.Transformer):
 
     listwise = True  # a passage's score depends on the others of its list (query_controls reads it)
 
-    def __init__(self, backend: ChatBackend, *, window_passages: int = 20, stride_passages: int = 10,
+    def __init__(self, backend: ChatBackend, *, window_passages: int = WINDOW_PASSAGES,
+                 stride_passages: int = STRIDE_PASSAGES,
                  top_k: int | None = 100, max_doc_tokens: int | None = 300, context_tokens: int | None = None,
                  tokenizer=None, text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,
                  backoff: float = 1.0, threads: int = 1, verbose: bool = False, window: int | None = None,
@@ -179,5 +183,5 @@ def _window_passages(window_passages: int, stride_passages: int, window, step) -
     """The window's passages and stride, from their deprecated names ``window`` and ``step`` too."""
     given = renamed({"window_passages": window_passages, "stride_passages": stride_passages, "window": window,
                      "step": step}, {"window": "window_passages", "step": "stride_passages"}, "RankGPT",
-                    defaults={"window_passages": 20, "stride_passages": 10})
+                    defaults={"window_passages": WINDOW_PASSAGES, "stride_passages": STRIDE_PASSAGES})
     return given["window_passages"], given["stride_passages"]
