@@ -18,9 +18,10 @@ from torch import nn
 
 from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
                         remote_code_files, resolve_checkpoint)
+from ._chunking import CHUNKING_SETTINGS
 from ._config import ModelConfig
 from ._model import LongDocModel
-from ._registry import CHUNKING_SETTINGS, model_class
+from ._registry import model_class
 from ._warn import LongDocWarning, warn
 from .aggregators.base import Aggregator
 from .aggregators.heads import ClassifierHead, is_sequence_classifier, split_sequence_classifier

@@ -7,7 +7,7 @@ import dataclasses
 import difflib
 
 from ._build import resolved_chunking
-from ._registry import CHUNKING_SETTINGS
+from ._chunking import CHUNKING_SETTINGS
 from ._runtime import OPTIONS as RUNTIME_OPTIONS
 
 

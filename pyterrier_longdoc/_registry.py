@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import importlib
 
-from ._chunking import CHUNKING_SETTINGS  # noqa: F401 - read by the builder and set_parameter
-
 # short name -> "module:Class", in the order `pyterrier-longdoc models` lists them
 MODELS: dict[str, str] = {
     "avgp": "pyterrier_longdoc.models.parade:AvgP",

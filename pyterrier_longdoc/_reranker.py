@@ -26,7 +26,7 @@ from ._model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._placement import RuntimeOptions
-from ._registry import CHUNKING_SETTINGS, known_names, model_class, register, registered_models  # noqa: F401
+from ._registry import known_names, model_class, register, registered_models  # noqa: F401
 from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring

@@ -64,7 +64,7 @@ def test_as_maxp_is_built_by_build_model_with_the_scores_of_a_hand_built_maxp(ti
 
     from pyterrier_longdoc._chunking import Chunking
     from pyterrier_longdoc._model import LongDocModel
-    from pyterrier_longdoc._registry import CHUNKING_SETTINGS
+    from pyterrier_longdoc._chunking import CHUNKING_SETTINGS
     from pyterrier_longdoc.aggregators.score import ScoreAggregator
 
     firstp = FirstP(tiny_bert, max_query_tokens=8, max_doc_tokens=64, max_length=48, seed=3)
