@@ -18,7 +18,7 @@ from torch import nn
 
 from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
                         remote_code_files, resolve_checkpoint)
-from ._chunking import CHUNKING_SETTINGS
+from ._chunking import CHUNKING_SETTINGS, Chunking
 from ._config import ModelConfig
 from ._model import LongDocModel
 from ._registry import model_class
@@ -125,12 +125,12 @@ def _split(backbone: nn.Module) -> tuple[nn.Module, nn.Module | None]:
 def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocModel]:
     """The engine, the head and the config of ``cls`` over the start's encoder."""
     chunk_head = cls.aggregator.chunk_head
-    chunk_settings = {k: v for k, v in merged.items() if k in CHUNKING_SETTINGS}
-    resolved = resolved_chunking(chunk_settings, start.encoder, start.tokenizer, cls.engine)
+    settings = cls.Settings(**merged)
     head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
                                 **({"head": start.head} if chunk_head else {}))
-    model = cls.engine(start.encoder, start.tokenizer, aggregator, cls.Settings(**merged).chunking(**resolved))
+    model = cls.engine(start.encoder, start.tokenizer, aggregator,
+                        resolved_chunking(settings, start.encoder, start.tokenizer, cls.engine))
     model.code_files = tuple(start.code_files)
     cls._prepare_backbone(model, merged)
     merged.update(aggregator.saved_settings())
@@ -141,15 +141,17 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     return config, model
 
 
-def resolved_chunking(chunk_settings: dict, encoder, tokenizer, engine) -> dict:
-    """What the encoder makes of the chunking settings that are None: ``max_length`` its own maximum,
-    ``max_query_tokens`` as many as the engine's query sequence holds (bi-encoders)."""
+def resolved_chunking(settings, encoder, tokenizer, engine) -> Chunking:
+    """The engine's ``Chunking`` from a model's ``settings``, with what the encoder makes of the chunking
+    settings that are None: ``max_length`` its own maximum, ``max_query_tokens`` as many as the engine's
+    query sequence holds (bi-encoders)."""
+    chunk_settings = {name: getattr(settings, name) for name in CHUNKING_SETTINGS}
     resolved = {}
     if chunk_settings.get("max_length", 0) is None:
         resolved["max_length"] = encoder_max_length(encoder, tokenizer)
     if chunk_settings.get("max_query_tokens", 0) is None:
         resolved["max_query_tokens"] = engine.longest_query(tokenizer, {**chunk_settings, **resolved})
-    return resolved
+    return settings.chunking(**resolved)
 
 
 def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:

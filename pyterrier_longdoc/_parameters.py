@@ -100,9 +100,7 @@ class Parameters:
         """New settings through the class's checks, and the engine reading with their chunking (the
         encoder resolving what is None); nothing changes if either fails."""
         settings = self.typed_settings.replace(**changes)
-        resolved = resolved_chunking({k: getattr(settings, k) for k in CHUNKING_SETTINGS}, self.model.encoder,
-                                     self.model.tokenizer, self.model)
-        self.model.read_with(settings.chunking(**resolved))
+        self.model.read_with(resolved_chunking(settings, self.model.encoder, self.model.tokenizer, self.model))
         self._replace_settings(**changes)
 
     def parameter_problem(self) -> str | None:
