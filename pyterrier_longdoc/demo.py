@@ -165,6 +165,16 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     return results
 
 
+def saved_models(output: str | Path = "demo-output") -> Path | None:
+    """The ``models`` folder of a full (not ``quick``) run saved in ``output``, holding every model of
+    ``MODELS``; None where there is none (no run, a quick run, a model missing)."""
+    output = Path(output)
+    results = output / "results.json"
+    if not results.exists() or json.loads(results.read_text()).get("quick", True):
+        return None
+    return output / "models" if all((output / "models" / name / "config.json").exists() for name in MODELS) else None
+
+
 def train_models(backbone: str, train, passage, first_stage, directory: Path, quick: bool, dtype: str, seed: int):
     """The recipe for each model: the passage stage once (with FirstP's call, on triples from the
     documents of the ``passage`` queries), then each model's document stage from it, on ``train``.

@@ -120,3 +120,24 @@ def report(folder: str) -> str:
     took = f" in {seconds} s" if seconds is not None else ""
     return (f"warm start: {log['steps']} passage-training steps, margin loss {log['loss_first']:.2f} -> "
             f"{log['loss_last']:.2f}, trained{took} by the first notebook that asked (cached since)")
+
+
+# where README's first command (`pyterrier-longdoc demo`, run in the repository's root) saves its output
+DEMO_OUTPUT = Path(__file__).resolve().parent.parent / "demo-output"
+
+
+def demo_models(output: Path = DEMO_OUTPUT) -> Path:
+    """The folder of the models README's first command trained (FirstP, MaxP and PARADE-Attn by the
+    one-call recipe on the shipped prose). Where they are missing, it runs that command first, as
+    README says (about 15 minutes on a 2-core CPU; offline), so that the notebook loads what the demo
+    trains, not a stand-in."""
+    from pyterrier_longdoc.demo import saved_models
+
+    if saved_models(output) is None:
+        import subprocess
+        import sys
+
+        print(f"{output.name}/ holds no trained models: running `pyterrier-longdoc demo` (about 15 minutes)")
+        subprocess.run([sys.executable, "-m", "pyterrier_longdoc.cli", "demo", "--output", str(output)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return saved_models(output)

@@ -12,8 +12,11 @@ in fp32 and bf16), so a drift between text and output fails here. Set
 PYTERRIER_LONGDOC_TUTORIALS_DTYPE=bf16 to run them in bf16."""
 import ast
 import importlib
+import json
 import re
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,7 +83,7 @@ def assert_saved_outputs_match(name, fresh_cells):
 
 
 # (model, group) pairs whose verdict each asserts (every seed)
-READS_ASSERTED = {"01_quickstart": 3, "03_training": 8, "08_parade_lab": 5}
+READS_ASSERTED = {"01_quickstart": 4, "03_training": 8, "08_parade_lab": 5}
 
 
 @pytest.mark.parametrize("name", notebook_runner.READ_THE_QUERY)
@@ -173,6 +176,48 @@ def test_a_notebook_whose_debian_data_is_missing_is_not_started_and_names_the_pa
     assert submitted == ["02_chunking"]
     (tmp_path / "foldoc.dict.dz").write_bytes(b"")
     assert notebook_runner.missing_data("07_biencoder_zero_shot") is None
+
+
+def fake_demo_output(output, *, quick=False, models=("FirstP", "MaxP", "ParadeAttn")):
+    for name in models:
+        (output / "models" / name).mkdir(parents=True)
+        (output / "models" / name / "config.json").write_text("{}")
+    (output / "results.json").write_text(json.dumps({"quick": quick}))
+
+
+def test_notebook_1_needs_the_demos_trained_models_and_names_the_command(tmp_path, monkeypatch):
+    """Notebook 1 loads the models README's first command saved: without a full run's models it is not
+    started (in CI, which runs that command first, a skip fails); a quick run's or a partial folder is not one."""
+    monkeypatch.setattr(notebook_runner, "ROOT", tmp_path)
+    assert "pyterrier-longdoc demo" in notebook_runner.missing_data("01_quickstart")
+    fake_demo_output(tmp_path / "demo-output", quick=True)
+    assert notebook_runner.missing_data("01_quickstart") is not None
+    shutil.rmtree(tmp_path / "demo-output")
+    fake_demo_output(tmp_path / "demo-output", models=("FirstP", "ParadeAttn"))  # MaxP missing
+    assert notebook_runner.missing_data("01_quickstart") is not None
+    (tmp_path / "demo-output" / "models" / "MaxP").mkdir()
+    (tmp_path / "demo-output" / "models" / "MaxP" / "config.json").write_text("{}")
+    assert notebook_runner.missing_data("01_quickstart") is None
+    assert notebook_runner.missing_data("02_chunking") is None
+
+
+def test_demo_models_runs_the_demo_where_its_models_are_missing(tmp_path, monkeypatch):
+    """Where README's first command has not run, the notebook runs it (as README writes it) instead of
+    failing; where its models are there, they are used as they are."""
+    import subprocess
+
+    module = tutorial_module("_warm_start")
+    commands = []
+
+    def fake_run(command, **options):
+        commands.append(command[1:])
+        fake_demo_output(Path(command[-1]))
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    output = tmp_path / "demo-output"
+    assert module.demo_models(output) == output / "models" and (output / "models" / "ParadeAttn").is_dir()
+    assert commands == [["-m", "pyterrier_longdoc.cli", "demo", "--output", str(output)]]
+    assert module.demo_models(output) == output / "models" and len(commands) == 1
 
 
 def test_warm_start_is_trained_once_and_keyed_by_its_settings(tmp_path, monkeypatch):

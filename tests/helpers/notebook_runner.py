@@ -33,6 +33,8 @@ EXECUTED = ["08_parade_lab", "04_positional_bias", "05_comparing_models", "03_tr
 READ_THE_QUERY = ["01_quickstart", "03_training", "08_parade_lab"]
 # notebooks that read data a Debian package installs: name -> (dictionary, package)
 SYSTEM_DATA = {"07_biencoder_zero_shot": ("foldoc", "dict-foldoc")}
+# notebooks that load the models README's first command saved (CI runs it before the tests)
+NEEDS_THE_DEMO = ["01_quickstart"]
 KERNELS = 2
 
 _pool: ThreadPoolExecutor | None = None
@@ -67,9 +69,13 @@ def run_with_solutions(name, timeout: int):
 
 def missing_data(name) -> str | None:
     """Why notebook ``name`` cannot run on this machine (the Debian package of its data is not
-    installed), or None."""
+    installed, or the demo's trained models are missing), or None."""
     from pyterrier_longdoc.data.dictionaries import dictd_path
+    from pyterrier_longdoc.demo import saved_models
 
+    if name in NEEDS_THE_DEMO and saved_models(ROOT / "demo-output") is None:
+        return (f"{ROOT / 'demo-output'} holds no trained models: {name} loads those of README's first command "
+                "(pyterrier-longdoc demo)")
     if name not in SYSTEM_DATA:
         return None
     dictionary, package = SYSTEM_DATA[name]
