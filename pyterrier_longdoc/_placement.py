@@ -60,10 +60,7 @@ def placed_option(name: str) -> Any:
 
 def device_option() -> Any:
     """The reranker's ``device``: the runtime's first device, present on this machine; setting it places the model."""
-    def place(reranker, value) -> None:
-        reranker.place(value)
-
-    return property(lambda self: self.runtime.available_devices()[0], place,
+    return property(lambda self: self.runtime.available_devices()[0], lambda self, value: self.place(value),
                     doc="The first device: training's and the weights'. Set it (a device, or a list that shares "
                         "inference batches) to move the model there: a device this machine lacks is an error at once.")
 

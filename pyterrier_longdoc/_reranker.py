@@ -1,8 +1,11 @@
 """LongDocReranker: the pt.Transformer every model is; validate -> score -> rank, and fit.
 
-A thin class: where it runs is its ``Runtime``, how it is built is ``_build.build_model`` (a saved
-folder, a trained cross-encoder, a plain encoder), how it scores is ``_scoring``, what it writes
-is ``_hub``; training sees it through ``training.scorer.Scorer``.
+A thin class by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases): it holds its settings
+(frozen, typed), its ``Runtime`` (where it runs), the engine (``LongDocModel``) and a ``Placement`` (the
+engine's weights on the runtime's device and dtype, and the inference copies); how it is built is
+``_build.build_model`` (a saved folder, a trained cross-encoder, a plain encoder); scoring (``_scoring``),
+``predict``/``rank`` (``_pairs``), PyTerrier's parameters (``_parameters``) and what it writes (``_hub``) are
+plain functions of it, bound as its methods; training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
@@ -123,17 +126,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
     at once), and read at the next call.
 
-    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
-    the runtime options with their types, defaults and meaning under each model class (and in its
-    signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
-    ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
-    encoder's own maximum) and the model's own; they override the class defaults or the saved
-    checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
-    the chunking settings every model has (a saved model's own settings also work at run time; a type
-    checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
-    """
-    # Args: added by _document_settings from each parameter's one doc. It holds ``settings``, ``runtime``, the
-    # engine (``model``) and its ``Placement``; what it does is delegated to them and to plain functions of it.
+    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after the
+    runtime options with their types, defaults and meaning under each model class (and in its signature and
+    type stubs): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``,
+    ``chunk_selection``, ``max_length``; None: the encoder's own maximum) and the model's own; they override
+    the class defaults or the saved checkpoint, and are checked before anything loads. On this base class,
+    ``from_pretrained`` takes the chunking settings every model has (a saved model's own settings also work
+    at run time; a type checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+    """  # its Args: added by _document_settings, from each parameter's one doc
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
     ARTIFACT_FORMAT: ClassVar[str] = "pyterrier_longdoc"
@@ -184,14 +184,13 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         self._class_defaults()
 
     def _class_defaults(self) -> None:
-        """Runtime and ``fit`` defaults a model class sets once a new reranker is built (the LLM models:
-        batches capped by tokens, LoRA's learning rate); the options given by hand stay."""
+        """Defaults a model class sets on a new reranker, options given by hand kept (LLMs: a token cap, LoRA's lr)."""
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
                    **runtime) -> LongDocReranker:
-        """A reranker around a model built in memory (``LongDocModel``, e.g. another model's
-        encoder with a new head) and its ``ModelConfig``; ``runtime`` are the runtime options."""
+        """A reranker around a model built in memory (``LongDocModel``, e.g. another model's encoder with a
+        new head) and its ``ModelConfig``; ``runtime``: the runtime options."""
         cls = model_class(config.model) if cls.name is None else cls
         if config.model != cls.name:
             raise ValueError(f"the config is of a {config.model!r} model, not {cls.name!r}")
@@ -285,7 +284,6 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     devices: list[torch.device] = read_live(Runtime.available_devices, "the devices the model runs on")
     int8: bool = read_live(lambda runtime: runtime.int8, "whether inference quantizes the encoder to int8")
     autocast_dtype: torch.dtype | None = read_live(Runtime.autocast_dtype, "the autocast dtype (None: fp32)")
-
     device = device_option()  # the first device; set it to move the model (Placement)
     attn_implementation = attention_option()  # the encoder's attention kernel; set it to change it
 

@@ -61,14 +61,13 @@ attribute set the same way (``model.dtype = "bf16"`` as ``model.batch_size = 4``
 ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
 at once), and read at the next call.
 
-The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
-the runtime options with their types, defaults and meaning under each model class (and in its
-signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
-``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
-encoder's own maximum) and the model's own; they override the class defaults or the saved
-checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
-the chunking settings every model has (a saved model's own settings also work at run time; a type
-checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after the
+runtime options with their types, defaults and meaning under each model class (and in its signature and
+type stubs): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``,
+``chunk_selection``, ``max_length``; None: the encoder's own maximum) and the model's own; they override
+the class defaults or the saved checkpoint, and are checked before anything loads. On this base class,
+``from_pretrained`` takes the chunking settings every model has (a saved model's own settings also work
+at run time; a type checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
 
 Args:
     model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the whole model; a
