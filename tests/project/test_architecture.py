@@ -13,7 +13,7 @@ FLOORS = {
     "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
     "_runtime": 1, "_chunking": 2, "_tokenization": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
-    # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
+    # building a model, and what the reranker delegates to: below training, which builds (BeST's as_maxp) but never
     # imports the reranker
     "_build": 6, "_explain": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
     "training": 7, "_reranker": 8,
