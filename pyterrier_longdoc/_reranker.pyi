@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
-from ._backbone import enable_gradient_checkpointing, resolve_checkpoint
-from ._build import UntrainedHeadWarning, build_model
-from ._config import ModelConfig
-from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from . import _hub as publishing
 from . import _pairs as pairs
 from . import _parameters as parameters
 from . import _scoring as scoring
+from ._backbone import enable_gradient_checkpointing, resolve_checkpoint
+from ._build import UntrainedHeadWarning, build_model
+from ._config import ModelConfig
+from ._frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import hub_repository
 from ._model import LongDocModel
 from ._placement import RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live, runtime_option
