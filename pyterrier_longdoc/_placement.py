@@ -1,33 +1,108 @@
-"""The reranker's runtime options, read live: device, precision and engine options come from
-``model.runtime`` at every use, never copied, and the weights follow them.
+"""Where a reranker's engine runs: its runtime options read live, and its weights placed by them.
 
-One rule for every option: ``model.<option> = value`` and ``model.runtime.<option> = value`` are the
-same assignment (the runtime checks the value when it is set, and an error names the option), so
-``model.dtype = "bf16"`` works as ``model.batch_size = 4`` does; ``set_parameter`` takes them too."""
+Device, precision and engine options come from ``model.runtime`` at every use, never copied, and the
+weights follow them. One rule for every option: ``model.<option> = value`` and
+``model.runtime.<option> = value`` are the same assignment (the runtime checks the value when it is set,
+and an error names the option), so ``model.dtype = "bf16"`` works as ``model.batch_size = 4`` does;
+``set_parameter`` takes them too. ``Placement`` is the reranker's collaborator that holds where the
+weights are and the inference copies made from them.
+"""
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
 from ._backbone import set_attention
-from ._runtime import hold_parameters
+from ._replicas import Replicas
+from ._runtime import Runtime, hold_parameters
 
 
-def _option(name: str, doc: str) -> property:
-    """A runtime option as an attribute of the model: read from and set on ``model.runtime``."""
+# what each runtime option means, written once: the reranker's attribute and its constructor's Args say it
+RUNTIME_OPTION_DOCS = {
+    "batch_size": "(query, chunk) sequences per encoder call.",
+    "text_field": "the column with the document text.",
+    "device": '``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of devices shares '
+              "inference batches among copies of the model, one per device (training uses the first; train on "
+              "several devices with ``torchrun``, see ``fit``). A device this machine lacks is an error at once.",
+    "dtype": 'autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or fp16) on CUDA and fp32 '
+             'elsewhere; ``"auto"`` as ``None``, and bf16 also on CPUs that compute it natively. On the CPU, bf16 '
+             "kept the ranking of a passage-trained MiniLM in ``benchmarks/run.py`` (row 8); whether it is faster "
+             'than fp32 depends on the CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the '
+             "encoder's linear layers, CPU inference only (training stays fp32); faster, but it changes the ranking. "
+             "The measured numbers are in ``benchmarks/results/``.",
+    "verbose": "show a progress bar (counted in documents); the default None shows one only while ``fit`` trains "
+               "(counted in steps), ``False`` none at all.",
+    "warn_cropping": "warn when documents are longer than the model reads; ``None`` (default) warns for every model "
+                     "but FirstP, whose definition is to read the start only.",
+    "attn_implementation": 'transformers\' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the library\'s '
+                           "choice (SDPA where the architecture has it).",
+    "max_batch_tokens": "a cap on a batch's tokens (sequences times their padded length) besides ``batch_size``; "
+                        "None: no cap.",
+    "batching": "the batch policy: ``'length_sorted'`` or ``'input_order'``.",
+    "partial_last_layer": "the last layer computed where the head reads it only.",
+    "onednn_linears": "oneDNN's linear kernels (None: where they beat MKL's on this CPU).",
+}
+
+
+def runtime_option(name: str) -> Any:
+    """A runtime option as an attribute of the reranker: read from and set on its ``runtime`` (which checks it)."""
     return property(lambda self: getattr(self.runtime, name),
-                    lambda self, value: setattr(self.runtime, name, value), doc=doc)
+                    lambda self, value: setattr(self.runtime, name, value), doc=RUNTIME_OPTION_DOCS[name])
 
 
-class RuntimeOptions:
-    """A mixin of ``LongDocReranker``: ``runtime`` (a ``Runtime``), ``model`` (the engine),
-    ``_replicas`` and ``_placed`` are the reranker's."""
+def placed_option(name: str) -> Any:
+    """A runtime option whose change moves the weights at once (``dtype``): a value that cannot run
+    there is an error when it is set, and leaves the old one."""
+    return property(lambda self: getattr(self.runtime, name),
+                    lambda self, value: self._placement.set(**{name: value}), doc=RUNTIME_OPTION_DOCS[name])
 
-    def place(self, device: str | torch.device | list) -> None:
-        """Moves the model to ``device``, or shares inference batches among a list of devices (as
-        the ``device`` argument of the constructor, and of ``predict``)."""
-        self._placed_with(device=device)
 
-    def _placed_with(self, **options) -> None:
+def device_option() -> Any:
+    """The reranker's ``device``: the runtime's first device, present on this machine; setting it places the model."""
+    return property(lambda self: self.runtime.available_devices()[0], lambda self, value: self.place(value),
+                    doc="The first device: training's and the weights'. Set it (a device, or a list that shares "
+                        "inference batches) to move the model there: a device this machine lacks is an error at once.")
+
+
+def attention_option() -> Any:
+    """The reranker's ``attn_implementation``: read from its encoder, set on its runtime and encoder."""
+    return property(lambda self: self.model.encoder.config._attn_implementation,
+                    lambda self, value: self._placement.set_attention(value),
+                    doc="transformers' attention kernel of the encoder (set it to change it: ``\"eager\"``, "
+                        "``\"sdpa\"``, ``\"flash_attention_2\"``, ...).")
+
+
+def read_live(read, doc: str) -> Any:
+    """A read-only attribute of the reranker computed from its runtime at every use, never copied."""
+    return property(lambda self: read(self.runtime), doc=doc)
+
+
+class Placement:
+    """The weights of one engine (``LongDocModel``) on its runtime's first device in the runtime's
+    dtype, placed before every use, and its inference copies (one per device, or int8), which a
+    placement renews.
+
+    ``fp32_embeddings``: half-precision weights keep the embeddings and LayerNorms in fp32
+    (``hold_parameters``); the LLM models turn it off."""
+
+    def __init__(self, runtime: Runtime, model: torch.nn.Module, *, fp32_embeddings: bool = True):
+        self.runtime, self.model, self.fp32_embeddings = runtime, model, fp32_embeddings
+        self.replicas = Replicas()
+        self._placed: tuple | None = None
+
+    def place_weights(self) -> None:
+        """The engine on the runtime's first device, its weights in the runtime's dtype: called before
+        every use, so a change of ``runtime.device`` or ``runtime.dtype`` takes effect at the next call."""
+        device = self.runtime.available_devices()[0]
+        placed = (device, self.runtime.weights_dtype(device))
+        if self._placed != placed:
+            self.model.to(device)
+            hold_parameters(self.model, placed[1], fp32_embeddings=self.fp32_embeddings)
+            self.replicas.clear()
+            self._placed = placed
+
+    def set(self, **options) -> None:
         """Sets runtime ``options`` (each checked by the runtime) and places the weights at once; a
         combination that cannot run (``dtype="int8"`` on a GPU) is an error and changes nothing."""
         previous = {name: getattr(self.runtime, name) for name in options}
@@ -40,50 +115,12 @@ class RuntimeOptions:
                 setattr(self.runtime, name, value)
             raise
 
-    # read from the runtime at every use, never copied
-    devices = property(lambda self: self.runtime.available_devices(),
-                       doc="the devices the model runs on (runtime.device)")
-    device = property(lambda self: self.runtime.available_devices()[0], lambda self, value: self.place(value),
-                      doc="the first device: training's and the weights'. Set it (a device, or a list that shares "
-                          "inference batches) to move the model there: a device this machine lacks is an error at once")
-    dtype = property(lambda self: self.runtime.dtype, lambda self, value: self._placed_with(dtype=value),
-                     doc="the precision: None, 'auto', 'bf16', 'fp16', 'fp32', 'int8' or a torch.dtype (see Runtime); "
-                         "set it to change the next call's")
-    int8 = property(lambda self: self.runtime.int8, doc="whether inference quantizes the encoder to int8")
-    autocast_dtype = property(lambda self: self.runtime.autocast_dtype(), doc="the autocast dtype (None: fp32)")
+    def set_attention(self, implementation: str | None) -> None:
+        """transformers' attention kernel of the encoder, for this call and the next."""
+        self.runtime.attn_implementation = implementation
+        set_attention(self.model.encoder, implementation)
+        self.replicas.clear()
 
-    # half-precision weights keep the embeddings and LayerNorms in fp32 (``hold_parameters``); the LLM
-    # models turn it off: one large embedding table, nothing summed, RMSNorm computing in fp32 itself
-    fp32_embeddings = True
-
-    def place_weights(self) -> None:
-        """The engine on the runtime's first device, its weights in the runtime's dtype: called before
-        every use, so a change of ``runtime.device`` or ``runtime.dtype`` takes effect at the next call."""
-        device = self.device
-        placed = (device, self.runtime.weights_dtype(device))
-        if self._placed != placed:
-            self.model.to(device)
-            hold_parameters(self.model, placed[1], fp32_embeddings=self.fp32_embeddings)
-            self._replicas.clear()
-            self._placed = placed
-
-    batch_size = _option("batch_size", "(query, chunk) sequences per encoder call")
-    text_field = _option("text_field", "the input column holding the document text")
-    verbose = _option("verbose", "a progress bar, counted in documents")
-    warn_cropping = _option("warn_cropping", "a CroppingWarning when documents are longer than the model reads")
-    max_batch_tokens = _option("max_batch_tokens", "a cap on a batch's padded tokens (None: no cap)")
-    batching = _option("batching", "the batch policy: 'length_sorted' or 'input_order'")
-    partial_last_layer = _option("partial_last_layer", "the last layer computed where the head reads it only")
-    onednn_linears = _option("onednn_linears", "oneDNN's linear kernels (None: where they beat MKL's on this CPU)")
-
-    @property
-    def attn_implementation(self) -> str:
-        """transformers' attention kernel of the encoder (set it to change it: ``"eager"``, ``"sdpa"``,
-        ``"flash_attention_2"``, ...)."""
-        return self.model.encoder.config._attn_implementation
-
-    @attn_implementation.setter
-    def attn_implementation(self, value: str) -> None:
-        self.runtime.attn_implementation = value
-        set_attention(self.model.encoder, value)
-        self._replicas.clear()
+    def workers(self, autocast):
+        """Copies of the model on each device (or quantized to int8), or None for the model itself."""
+        return self.replicas.workers(self.model, self.runtime.available_devices(), self.runtime.int8, autocast)

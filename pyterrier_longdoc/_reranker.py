@@ -1,13 +1,17 @@
 """LongDocReranker: the pt.Transformer every model is; validate -> score -> rank, and fit.
 
-A thin class: where it runs is its ``Runtime``, how it is built is ``_build.build_model`` (a saved
-folder, a trained cross-encoder, a plain encoder), how it scores is ``_scoring``, what it writes
-is ``_hub``; training sees it through ``training.scorer.Scorer``.
+A thin class by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases): it holds its settings
+(frozen, typed), its ``Runtime`` (where it runs), the engine (``LongDocModel``) and a ``Placement`` (the
+engine's weights on the runtime's device and dtype, and the inference copies); how it is built is
+``_build.build_model`` (a saved folder, a trained cross-encoder, a plain encoder); scoring (``_scoring``),
+``predict``/``rank`` (``_pairs``), PyTerrier's parameters (``_parameters``) and what it writes (``_hub``) are
+plain functions of it, bound as its methods; training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
 import inspect
 import os
+import textwrap
 import types
 from pathlib import Path
 from typing import Any, ClassVar
@@ -17,19 +21,21 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from ._backbone import enable_gradient_checkpointing, resolve_checkpoint, set_attention
+# what the reranker delegates to: plain functions of it, bound as its methods
+from . import _hub as publishing
+from . import _pairs as pairs
+from . import _parameters as parameters
+from . import _scoring as scoring
+from ._backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from ._config import ModelConfig
 from ._frames import column_texts, failed_setting_run, input_frame, row_label
-from ._hub import Publishing
+from ._hub import hub_repository
 from ._model import LongDocModel
-from ._pairs import PairScoring
-from ._parameters import Parameters
-from ._placement import RuntimeOptions
+from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
+                         runtime_option)
 from ._registry import known_names, model_class, register, registered_models  # noqa: F401
-from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
-from ._scoring import DocumentScoring
 from ._settings import ModelSettings
 from .aggregators.base import Aggregator
 
@@ -60,8 +66,56 @@ def _with_signature(function, owner: type, signature: inspect.Signature):
     return copy
 
 
-class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator,
-                      pt.Artifact):
+def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None,
+         qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+    """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
+    ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+
+    Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
+    valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
+    result frame (qid, query, docno and the text column) is the candidates themselves. Called
+    directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
+    pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
+    that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
+    """
+    from ._card import hyperparameters
+    from .training import fit
+
+    reranker.place_weights()
+    hold_parameters(reranker.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
+    options = {**_stored_fit_options(reranker.fit_options, options), **options}
+    topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
+                                                 valid_candidates, options)
+    reranker.history = fit(reranker, topics, qrels_tr, candidates, **options)
+    reranker.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
+    reranker.training_options = hyperparameters(options)
+    return reranker.history
+
+
+def _checked_fit_options(fit_options: dict | None) -> dict:
+    from .training.arguments import check_option_names
+
+    return dict(check_option_names(fit_options or {}))
+
+
+def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig,
+          model: LongDocModel, path) -> None:
+    """What a reranker holds: its runtime, ``fit`` defaults and results, the engine with its settings, where the
+    engine runs (``Placement``) and the chunking values ``set_parameter`` took that wait for a partner."""
+    reranker.runtime, reranker.fit_options, reranker._source = runtime, fit_options, source
+    reranker.history = None  # of the last fit (a DataFrame)
+    reranker.training_data = reranker.training_options = None
+    reranker.config, reranker.model = config, model
+    reranker._settings = type(reranker).Settings.from_dict(config.settings)
+    reranker._pending_settings = {}
+    model.runtime = runtime  # the engine options are the reranker's
+    reranker._placement = Placement(runtime, model, fp32_embeddings=reranker.fp32_embeddings)
+    reranker._placement.place_weights()
+    reranker._placement.set_attention(runtime.attn_implementation)
+    pt.Artifact.__init__(reranker, path)
+
+
+class LongDocReranker(pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
     Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -74,52 +128,14 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
     at once), and read at the next call.
 
-    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
-    the runtime options with their types, defaults and meaning under each model class (and in its
-    signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
-    ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
-    encoder's own maximum) and the model's own; they override the class defaults or the saved
-    checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
-    the chunking settings every model has (a saved model's own settings also work at run time; a type
-    checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
-
-    Args:
-        model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
-            whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification``
-            checkpoint or a sentence-transformers ``CrossEncoder`` folder), whose encoder the model
-            starts from and whose own head scores the windows of FirstP, MaxP, SumP, KMaxAvgP and
-            LongP (and AvgP's and PARADE-Avg/Max/Sum/Attn's combined vector); or a plain
-            HuggingFace encoder, which gets a new head (a warning says its scores are random until
-            ``fit``).
-        batch_size: (query, chunk) sequences per encoder call.
-        text_field: the column with the document text.
-        device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of
-            devices shares inference batches among copies of the model, one per device (training
-            uses the first; train on several devices with ``torchrun``, see ``fit``).
-        dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-            fp16) on CUDA and fp32 elsewhere; ``"auto"`` as ``None``, and bf16 also on CPUs that
-            compute it natively. On the CPU, bf16 kept the ranking of a passage-trained
-            MiniLM in ``benchmarks/run.py`` (row 8); whether it is faster than fp32 depends on the
-            CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the encoder's linear
-            layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
-            The measured numbers are in ``benchmarks/results/``.
-        verbose: show a progress bar (counted in documents); the default None shows one only while
-            ``fit`` trains (counted in steps), ``False`` none at all.
-        warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
-            warns for every model but FirstP, whose definition is to read the start only.
-        trust_remote_code: passed to HuggingFace; off unless you pass it.
-        fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
-            for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
-        verify_weights: check the saved weights against the checksum in ``config.json``; turn it
-            off only for weights you changed on purpose.
-        seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
-            ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
-            global random state as it was; without it they come from that global state.
-        attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the
-            library's choice (SDPA where the architecture has it).
-        max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides
-            ``batch_size``; None: no cap.
-    """
+    The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after the
+    runtime options with their types, defaults and meaning under each model class (and in its signature and
+    type stubs): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``,
+    ``chunk_selection``, ``max_length``; None: the encoder's own maximum) and the model's own; they override
+    the class defaults or the saved checkpoint, and are checked before anything loads. On this base class,
+    ``from_pretrained`` takes the chunking settings every model has (a saved model's own settings also work
+    at run time; a type checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+    """  # its Args: added by _document_settings, from each parameter's one doc
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
     ARTIFACT_FORMAT: ClassVar[str] = "pyterrier_longdoc"
@@ -129,9 +145,14 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
     Settings: ClassVar[type[ModelSettings]] = ModelSettings  # user-settable, checked, saved in config.json
     defaults: ClassVar[dict[str, Any]] = ModelSettings.defaults()  # Settings' defaults, as a dict
-    # settings of _prepare_backbone, not of the aggregator
-    backbone_settings: ClassVar[tuple[str, ...]] = ("gradient_checkpointing",)
+    backbone_settings: ClassVar[tuple[str, ...]] = ("gradient_checkpointing",)  # _prepare_backbone's
     engine: ClassVar[type[LongDocModel]] = LongDocModel  # the scoring module (bi-encoders: BiEncoderModel)
+    fp32_embeddings: ClassVar[bool] = True  # half-precision weights keep embeddings, LayerNorms in fp32 (Placement)
+    runtime: Runtime  # where it runs (never saved)
+    model: LongDocModel  # the engine: encoder, chunking and head
+    config: ModelConfig  # what config.json holds
+    fit_options: dict[str, Any]  # fit's defaults
+    history: pd.DataFrame | None  # of the last fit
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -154,51 +175,32 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
         folder = saved_folder(str(model_name_or_path))
-        self._use_runtime(Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping, attn_implementation,
-                                  max_batch_tokens), fit_options)
+        runtime = Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping, attn_implementation,
+                          max_batch_tokens)
+        fit_options = _checked_fit_options(fit_options)  # before any weights load
         flags = {"trust_remote_code": True} if trust_remote_code else {}
-        self._source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
                                     verify_weights=verify_weights, seed=seed)
-        self._attach(config, model, folder)
+        source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
+        _hold(self, runtime, fit_options, source, config, model, folder)
         self._class_defaults()
 
     def _class_defaults(self) -> None:
-        """Runtime and ``fit`` defaults a model class sets once a new reranker is built (the LLM models:
-        batches capped by tokens, LoRA's learning rate); the options given by hand stay."""
+        """Defaults a model class sets on a new reranker, options given by hand kept (LLMs: a token cap, LoRA's lr)."""
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
                    **runtime) -> LongDocReranker:
-        """A reranker around a model built in memory (``LongDocModel``, e.g. another model's
-        encoder with a new head) and its ``ModelConfig``; ``runtime`` are the runtime options."""
+        """A reranker around a model built in memory (``LongDocModel``, e.g. another model's encoder with a
+        new head) and its ``ModelConfig``; ``runtime``: the runtime options."""
         cls = model_class(config.model) if cls.name is None else cls
         if config.model != cls.name:
             raise ValueError(f"the config is of a {config.model!r} model, not {cls.name!r}")
         reranker = cls.__new__(cls)
-        reranker._use_runtime(Runtime(**runtime), fit_options)
-        reranker._source = (config.base_model or "<in memory>", {})
-        reranker._attach(config, model, config.base_model or pt.Artifact.NO_PATH)
+        source = (config.base_model or "<in memory>", {})
+        _hold(reranker, Runtime(**runtime), _checked_fit_options(fit_options), source, config, model,
+              config.base_model or pt.Artifact.NO_PATH)
         return reranker
-
-    def _use_runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
-        self.runtime = runtime
-        self._replicas = Replicas()
-        from .training.arguments import check_option_names
-
-        self.fit_options = dict(check_option_names(fit_options or {}))
-        self.history: pd.DataFrame | None = None  # of the last fit
-        self.training_data: dict | None = None
-        self.training_options: dict | None = None
-
-    def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
-        self.config, self.model = config, model
-        self._settings = type(self).Settings.from_dict(config.settings)
-        model.runtime = self.runtime  # the engine options are the reranker's
-        self._placed: tuple | None = None
-        self.place_weights()
-        set_attention(model.encoder, self.runtime.attn_implementation)
-        pt.Artifact.__init__(self, path)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -238,20 +240,22 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
 
     @classmethod
     def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
-        """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc);
-        the keywords are the constructor's.
-
-        On the base class, the saved model's own class is used; a ``fit`` checkpoint folder loads
-        its latest checkpoint.
-        """
+        """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc); the
+        keywords are the constructor's. On the base class, the saved model's own class is used; a ``fit``
+        checkpoint folder loads its latest checkpoint."""
         if cls.name is None:
             cls = saved_model_class(str(model_name_or_path))
         return cls(model_name_or_path, **overrides)
 
+    @classmethod
+    def from_hf(cls, repo: str, branch: str | None = None, **overrides) -> LongDocReranker:
+        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``)."""
+        return cls.from_pretrained(hub_repository(repo, branch), **overrides)
+
     def __repr__(self) -> str:
         # the settings as they are now (set_parameter included), where they differ from the class's
         source, flags = self._source
-        current = {**self._settings.changed(), **self._waiting()}
+        current = {**self._settings.changed(), **self._pending_settings}
         args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **current, **flags}.items())
         return f"{type(self).__name__}({source!r}{args})"
 
@@ -262,45 +266,65 @@ class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, 
             return failed_setting_run(inp, problem)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
-        scores = self._score_texts(queries, texts) if len(inp) else np.empty(0)
-        self._check_finite(scores, lambda i: row_label(inp, i, scores[i]))
+        scores = scoring.inference_scores(self, queries, texts) if len(inp) else np.empty(0)
+        scoring.check_finite(self, scores, lambda i: row_label(inp, i, scores[i]))
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
-    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
-            candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
-        """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
-        ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+    fit = _fit  # pt.Estimator's: training end to end
 
-        Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
-        valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
-        result frame (qid, query, docno and the text column) is the candidates themselves. Called
-        directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
-        pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
-        that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
-        """
-        from .training import fit
+    # where it runs: its runtime, read live, and its Placement (the weights follow the runtime)
+    batch_size: int = runtime_option("batch_size")
+    text_field: str = runtime_option("text_field")
+    verbose: bool | None = runtime_option("verbose")
+    warn_cropping: bool | None = runtime_option("warn_cropping")
+    max_batch_tokens: int | None = runtime_option("max_batch_tokens")
+    batching: str = runtime_option("batching")
+    partial_last_layer: bool = runtime_option("partial_last_layer")
+    onednn_linears: bool | None = runtime_option("onednn_linears")
+    dtype: str | torch.dtype | None = placed_option("dtype")  # the weights move at once
+    devices: list[torch.device] = read_live(Runtime.available_devices, "the devices the model runs on")
+    int8: bool = read_live(lambda runtime: runtime.int8, "whether inference quantizes the encoder to int8")
+    autocast_dtype: torch.dtype | None = read_live(Runtime.autocast_dtype, "the autocast dtype (None: fp32)")
+    device = device_option()  # the first device; set it to move the model (Placement)
+    attn_implementation = attention_option()  # the encoder's attention kernel; set it to change it
 
-        self.place_weights()
-        hold_parameters(self.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
-        topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
-                                                     valid_candidates, {**self._stored_fit_options(options), **options})
-        self.history = fit(self, topics, qrels_tr, candidates, **options)
-        self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
-        from ._card import hyperparameters
+    def place(self, device: str | torch.device | list) -> None:
+        """Moves the model to ``device``, or shares inference batches among a list of devices (as
+        the ``device`` argument of the constructor, and of ``predict``)."""
+        self._placement.set(device=device)
 
-        self.training_options = hyperparameters(options)
-        return self.history
+    def place_weights(self) -> None:
+        """The engine on the runtime's first device in its dtype (before every use)."""
+        self._placement.place_weights()
+
+    # scoring, sentence-transformers' calls, PyTerrier's parameters and publishing: functions of the reranker
+    autocast = scoring.autocast
+    score_batch = scoring.score_batch
+    score_texts = scoring.score_texts
+    chunk_spans = scoring.chunk_spans
+    explain = scoring.explain
+    predict = pairs.predict
+    rank = pairs.rank
+    tunable_parameters = parameters.tunable_parameters
+    get_parameter = parameters.get_parameter
+    set_parameter = parameters.set_parameter
+    parameter_problem = parameters.parameter_problem
+    settle_parameters = parameters.settle_parameters
+    save_pretrained = publishing.save_pretrained
+    save_cross_encoder = publishing.save_cross_encoder
+    push_to_hub = publishing.push_to_hub
+    to_hf = publishing.to_hf
 
 
-    def _stored_fit_options(self, options: dict) -> dict:
-        """``fit_options`` under a call's own: an explicit ``args=TrainingArguments(...)`` holds every setting,
-        so only the stored data options (``text``, validation, ``callback``) still apply."""
-        if options.get("args") is None:
-            return self.fit_options
-        from .training.arguments import DATA_OPTIONS
+def _stored_fit_options(fit_options: dict, options: dict) -> dict:
+    """``fit_options`` under a call's own: an explicit ``args=TrainingArguments(...)`` holds every setting,
+    so only the stored data options (``text``, validation, ``callback``) still apply."""
+    if options.get("args") is None:
+        return fit_options
+    from .training.arguments import DATA_OPTIONS
 
-        return {k: v for k, v in self.fit_options.items() if k in DATA_OPTIONS}
+    return {k: v for k, v in fit_options.items() if k in DATA_OPTIONS}
 
 
 def constructor_parameters(cls: type[LongDocReranker]) -> list[inspect.Parameter]:
@@ -341,19 +365,43 @@ def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
         setattr(cls, name, copy if name == "__init__" else classmethod(copy))
 
 
-def _document_settings(cls: type[LongDocReranker]) -> None:
+def _document_settings(cls: type[LongDocReranker], arguments: bool = False) -> None:
     """The class's docstring lists its settings with what each means (``Settings.docs()``, written once
-    beside each field): ``help(MaxP)`` and the API reference show them."""
-    if cls.__doc__ is None or _SETTINGS_HEADING in cls.__doc__:
+    beside each field): ``help(MaxP)`` and the API reference show them. The base's lists every constructor
+    argument first (``arguments``: ``_CONSTRUCTOR_DOCS``, the runtime options' ``RUNTIME_OPTION_DOCS``)."""
+    if cls.__doc__ is None or _SETTINGS_HEADING in cls.__doc__ or "\nArgs:\n" in cls.__doc__:
         return
     docs = cls.Settings.docs()
     lines = [f"    {p.name}: {docs[p.name]}" for p in cls.Settings.parameters()]
-    heading = "\n" if cls.name is None else _SETTINGS_HEADING  # the base's docstring ends in its Args
+    heading = _SETTINGS_HEADING
+    if arguments:  # the base: its constructor's own arguments, then the settings, in one Args section
+        names = ["model_name_or_path"] + [p.name for p in _RUNTIME_PARAMETERS]
+        heading = "\n\nArgs:\n" + "".join(
+            textwrap.fill(f"{name}: {_CONSTRUCTOR_DOCS.get(name) or RUNTIME_OPTION_DOCS[name]}", 110,
+                          initial_indent="    ", subsequent_indent="        ",
+                          break_on_hyphens=False) + "\n" for name in names)
     cls.__doc__ = inspect.cleandoc(cls.__doc__) + heading + "\n".join(lines) + "\n"
 
 
 # an Args section of their own (Google style): the reference merges each setting's type into its line
 _SETTINGS_HEADING = "\n\nIts settings, the keywords after the runtime options (see LongDocReranker):\n\nArgs:\n"
+# what the constructor's arguments that are not runtime options (``RUNTIME_OPTION_DOCS``) mean
+_CONSTRUCTOR_DOCS = {
+    "model_name_or_path": "a saved pyterrier_longdoc folder (or hub repository), which loads the whole model; a "
+                          "trained cross-encoder (a transformers ``*ForSequenceClassification`` checkpoint or a "
+                          "sentence-transformers ``CrossEncoder`` folder), whose encoder the model starts from and "
+                          "whose own head scores the windows of FirstP, MaxP, SumP, KMaxAvgP and LongP (and AvgP's "
+                          "and PARADE-Avg/Max/Sum/Attn's combined vector); or a plain HuggingFace encoder, which gets "
+                          "a new head (a warning says its scores are random until ``fit``).",
+    "trust_remote_code": "passed to HuggingFace; off unless you pass it.",
+    "fit_options": "default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...), for training "
+                   "inside a pipeline, whose ``fit`` passes only the topics and qrels.",
+    "verify_weights": "check the saved weights against the checksum in ``config.json``; turn it off only for "
+                      "weights you changed on purpose.",
+    "seed": "draws the new parameters (a new head, PARADE-Attn's attention vector; the ``UntrainedHeadWarning`` "
+            "names them) from ``torch.manual_seed(seed)``, leaving torch's global random state as it was; without "
+            "it they come from that global state.",
+}
 
 
 # the functions whose ``**`` keywords are the constructor's, each given its class's signature
@@ -363,7 +411,7 @@ ENTRY_POINTS = {"__init__": LongDocReranker.__init__,
 _RUNTIME_PARAMETERS = [p for p in inspect.signature(LongDocReranker.__init__).parameters.values()
                        if p.name not in ("self", "model_name_or_path") and p.kind is not inspect.Parameter.VAR_KEYWORD]
 _give_typed_entry_points(LongDocReranker)
-_document_settings(LongDocReranker)
+_document_settings(LongDocReranker, arguments=True)
 
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates,

@@ -4,6 +4,7 @@ import os
 import torch
 import inspect
 import os
+import textwrap
 import types
 from pathlib import Path
 from typing import Any, ClassVar
@@ -11,19 +12,19 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
-from ._backbone import enable_gradient_checkpointing, resolve_checkpoint, set_attention
+from . import _hub as publishing
+from . import _pairs as pairs
+from . import _parameters as parameters
+from . import _scoring as scoring
+from ._backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model
 from ._config import ModelConfig
 from ._frames import column_texts, failed_setting_run, input_frame, row_label
-from ._hub import Publishing
+from ._hub import hub_repository
 from ._model import LongDocModel
-from ._pairs import PairScoring
-from ._parameters import Parameters
-from ._placement import RuntimeOptions
+from ._placement import RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live, runtime_option
 from ._registry import known_names, model_class, register, registered_models
-from ._replicas import Replicas
 from ._runtime import Runtime, hold_parameters
-from ._scoring import DocumentScoring
 from ._settings import ModelSettings
 from .aggregators.base import Aggregator
 
@@ -38,7 +39,16 @@ class _ClassOnly:
 def _with_signature(function, owner: type, signature: inspect.Signature):
     ...
 
-class LongDocReranker(RuntimeOptions, DocumentScoring, PairScoring, Parameters, Publishing, pt.Estimator, pt.Artifact):
+def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+    ...
+
+def _checked_fit_options(fit_options: dict | None) -> dict:
+    ...
+
+def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig, model: LongDocModel, path) -> None:
+    ...
+
+class LongDocReranker(pt.Estimator, pt.Artifact):
     """A long-document re-ranker: any registered model, on the shared engine.
 
 Input columns ``qid, query, docno`` and ``text_field``; output: the input with ``score``
@@ -51,51 +61,48 @@ attribute set the same way (``model.dtype = "bf16"`` as ``model.batch_size = 4``
 ``model.set_parameter("dtype", "bf16")``), checked when set (a device this machine lacks fails
 at once), and read at the next call.
 
-The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after
-the runtime options with their types, defaults and meaning under each model class (and in its
-signature and its type stubs): chunking (``window``, ``stride``, ``max_query_tokens``,
-``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``; ``max_length=None`` is the
-encoder's own maximum) and the model's own; they override the class defaults or the saved
-checkpoint, and are checked before anything loads. On this base class, ``from_pretrained`` takes
-the chunking settings every model has (a saved model's own settings also work at run time; a type
-checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after the
+runtime options with their types, defaults and meaning under each model class (and in its signature and
+type stubs): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``,
+``chunk_selection``, ``max_length``; None: the encoder's own maximum) and the model's own; they override
+the class defaults or the saved checkpoint, and are checked before anything loads. On this base class,
+``from_pretrained`` takes the chunking settings every model has (a saved model's own settings also work
+at run time; a type checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
 
 Args:
-    model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the
-        whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification``
-        checkpoint or a sentence-transformers ``CrossEncoder`` folder), whose encoder the model
-        starts from and whose own head scores the windows of FirstP, MaxP, SumP, KMaxAvgP and
-        LongP (and AvgP's and PARADE-Avg/Max/Sum/Attn's combined vector); or a plain
-        HuggingFace encoder, which gets a new head (a warning says its scores are random until
-        ``fit``).
+    model_name_or_path: a saved pyterrier_longdoc folder (or hub repository), which loads the whole model; a
+        trained cross-encoder (a transformers ``*ForSequenceClassification`` checkpoint or a
+        sentence-transformers ``CrossEncoder`` folder), whose encoder the model starts from and whose own head
+        scores the windows of FirstP, MaxP, SumP, KMaxAvgP and LongP (and AvgP's and PARADE-Avg/Max/Sum/Attn's
+        combined vector); or a plain HuggingFace encoder, which gets a new head (a warning says its scores are
+        random until ``fit``).
     batch_size: (query, chunk) sequences per encoder call.
     text_field: the column with the document text.
-    device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of
-        devices shares inference batches among copies of the model, one per device (training
-        uses the first; train on several devices with ``torchrun``, see ``fit``).
-    dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or
-        fp16) on CUDA and fp32 elsewhere; ``"auto"`` as ``None``, and bf16 also on CPUs that
-        compute it natively. On the CPU, bf16 kept the ranking of a passage-trained
-        MiniLM in ``benchmarks/run.py`` (row 8); whether it is faster than fp32 depends on the
-        CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the encoder's linear
-        layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
+    device: ``"cuda"`` if available, else ``"mps"`` if available, else ``"cpu"``. A list of devices shares
+        inference batches among copies of the model, one per device (training uses the first; train on several
+        devices with ``torchrun``, see ``fit``). A device this machine lacks is an error at once.
+    dtype: autocast dtype, ``"bf16"``, ``"fp16"`` or ``"fp32"``; ``None`` means bf16 (or fp16) on CUDA and
+        fp32 elsewhere; ``"auto"`` as ``None``, and bf16 also on CPUs that compute it natively. On the CPU,
+        bf16 kept the ranking of a passage-trained MiniLM in ``benchmarks/run.py`` (row 8); whether it is
+        faster than fp32 depends on the CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the
+        encoder's linear layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
         The measured numbers are in ``benchmarks/results/``.
-    verbose: show a progress bar (counted in documents); the default None shows one only while
-        ``fit`` trains (counted in steps), ``False`` none at all.
-    warn_cropping: warn when documents are longer than the model reads; ``None`` (default)
-        warns for every model but FirstP, whose definition is to read the start only.
+    verbose: show a progress bar (counted in documents); the default None shows one only while ``fit`` trains
+        (counted in steps), ``False`` none at all.
+    warn_cropping: warn when documents are longer than the model reads; ``None`` (default) warns for every
+        model but FirstP, whose definition is to read the start only.
     trust_remote_code: passed to HuggingFace; off unless you pass it.
-    fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...),
-        for training inside a pipeline, whose ``fit`` passes only the topics and qrels.
-    verify_weights: check the saved weights against the checksum in ``config.json``; turn it
-        off only for weights you changed on purpose.
-    seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the
-        ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's
-        global random state as it was; without it they come from that global state.
-    attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the
-        library's choice (SDPA where the architecture has it).
-    max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides
-        ``batch_size``; None: no cap.
+    verify_weights: check the saved weights against the checksum in ``config.json``; turn it off only for
+        weights you changed on purpose.
+    fit_options: default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...), for training
+        inside a pipeline, whose ``fit`` passes only the topics and qrels.
+    seed: draws the new parameters (a new head, PARADE-Attn's attention vector; the ``UntrainedHeadWarning``
+        names them) from ``torch.manual_seed(seed)``, leaving torch's global random state as it was; without
+        it they come from that global state.
+    attn_implementation: transformers' attention kernel (``"sdpa"``, ``"eager"``, ...); None: the library's
+        choice (SDPA where the architecture has it).
+    max_batch_tokens: a cap on a batch's tokens (sequences times their padded length) besides ``batch_size``;
+        None: no cap.
     window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
     stride: tokens between the starts of two chunks; None: disjoint chunks
     max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
@@ -118,6 +125,12 @@ Args:
     defaults: ClassVar[dict[str, Any]] = ...
     backbone_settings: ClassVar[tuple[str, ...]] = ...
     engine: ClassVar[type[LongDocModel]] = ...
+    fp32_embeddings: ClassVar[bool] = ...
+    runtime: Runtime
+    model: LongDocModel
+    config: ModelConfig
+    fit_options: dict[str, Any]
+    history: pd.DataFrame | None
 
     def __init_subclass__(cls, **kwargs):
         ...
@@ -131,12 +144,6 @@ Args:
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None=None, **runtime) -> LongDocReranker:
-        ...
-
-    def _use_runtime(self, runtime: Runtime, fit_options: dict | None) -> None:
-        ...
-
-    def _attach(self, config: ModelConfig, model: LongDocModel, path) -> None:
         ...
 
     @property
@@ -167,12 +174,43 @@ Args:
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         ...
+    fit = _fit
+    batch_size: int = ...
+    text_field: str = ...
+    verbose: bool | None = ...
+    warn_cropping: bool | None = ...
+    max_batch_tokens: int | None = ...
+    batching: str = ...
+    partial_last_layer: bool = ...
+    onednn_linears: bool | None = ...
+    dtype: str | torch.dtype | None = ...
+    devices: list[torch.device] = ...
+    int8: bool = ...
+    autocast_dtype: torch.dtype | None = ...
+    device = device_option()
+    attn_implementation = attention_option()
 
-    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+    def place(self, device: str | torch.device | list) -> None:
         ...
 
-    def _stored_fit_options(self, options: dict) -> dict:
+    def place_weights(self) -> None:
         ...
+    autocast = scoring.autocast
+    score_batch = scoring.score_batch
+    score_texts = scoring.score_texts
+    chunk_spans = scoring.chunk_spans
+    explain = scoring.explain
+    predict = pairs.predict
+    rank = pairs.rank
+    tunable_parameters = parameters.tunable_parameters
+    get_parameter = parameters.get_parameter
+    set_parameter = parameters.set_parameter
+    parameter_problem = parameters.parameter_problem
+    settle_parameters = parameters.settle_parameters
+    save_pretrained = publishing.save_pretrained
+    save_cross_encoder = publishing.save_cross_encoder
+    push_to_hub = publishing.push_to_hub
+    to_hf = publishing.to_hf
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> None:
         ...
@@ -184,6 +222,9 @@ Args:
     @classmethod
     def from_hf(cls, repo: str, branch: str | None=None, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> LongDocReranker:  # type: ignore[override]
         ...
+
+def _stored_fit_options(fit_options: dict, options: dict) -> dict:
+    ...
 
 def constructor_parameters(cls: type[LongDocReranker]) -> list[inspect.Parameter]:
     ...
@@ -200,9 +241,10 @@ class _EntrySignature(inspect.Signature):
 def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
     ...
 
-def _document_settings(cls: type[LongDocReranker]) -> None:
+def _document_settings(cls: type[LongDocReranker], arguments: bool=False) -> None:
     ...
 _SETTINGS_HEADING = '\n\nIts settings, the keywords after the runtime options (see LongDocReranker):\n\nArgs:\n'
+_CONSTRUCTOR_DOCS = {'model_name_or_path': "a saved pyterrier_longdoc folder (or hub repository), which loads the whole model; a trained cross-encoder (a transformers ``*ForSequenceClassification`` checkpoint or a sentence-transformers ``CrossEncoder`` folder), whose encoder the model starts from and whose own head scores the windows of FirstP, MaxP, SumP, KMaxAvgP and LongP (and AvgP's and PARADE-Avg/Max/Sum/Attn's combined vector); or a plain HuggingFace encoder, which gets a new head (a warning says its scores are random until ``fit``).", 'trust_remote_code': 'passed to HuggingFace; off unless you pass it.', 'fit_options': 'default options of :meth:`fit` (``epochs``, ``lr``, ``checkpoint_dir``, ...), for training inside a pipeline, whose ``fit`` passes only the topics and qrels.', 'verify_weights': 'check the saved weights against the checksum in ``config.json``; turn it off only for weights you changed on purpose.', 'seed': "draws the new parameters (a new head, PARADE-Attn's attention vector; the ``UntrainedHeadWarning`` names them) from ``torch.manual_seed(seed)``, leaving torch's global random state as it was; without it they come from that global state."}
 
 def _fit_arguments(topics_or_res, candidates, valid_topics_or_res, valid_qrels, valid_candidates, options: dict) -> tuple:
     ...

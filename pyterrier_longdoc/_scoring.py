@@ -1,5 +1,5 @@
 """Scoring documents: a model's differentiable scores of (query, text) pairs, and inference over
-them in groups of documents, with the checks and reports every call gets."""
+them in groups of documents, with the checks and reports every call gets: functions of the reranker."""
 from __future__ import annotations
 
 import contextlib
@@ -33,104 +33,111 @@ def pipeline_groups(n: int) -> list[tuple[int, int]]:
     return groups
 
 
-class DocumentScoring:
-    """The scoring methods of a ``LongDocReranker`` (a mixin over its ``model``, ``runtime``,
-    ``device``, ``autocast_dtype`` and inference replicas)."""
+# The reranker's scoring, as plain functions of it (``LongDocReranker`` binds the public ones as its
+# methods): they read its ``model`` (the engine), ``runtime`` and ``_placement``.
 
-    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
-        """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
-        tokens of the text without special tokens (end exclusive), after every cap."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        self.settle_parameters()
-        return self.model.chunk_spans(text)
+def chunk_spans(reranker, text: str) -> list[tuple[int, int]]:
+    """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
+    tokens of the text without special tokens (end exclusive), after every cap."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    reranker.settle_parameters()
+    return reranker.model.chunk_spans(text)
 
-    def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Where the model looked: ``transform(frame)``'s results, the same scores, with each
-        document's windows, every window's score (FirstP, MaxP, SumP, KMaxAvgP, the bi-encoders)
-        or attention weight (PARADE-Attn), and the window that counts most, its token span and
-        text (columns ``windows``, ``window_scores`` or ``window_attention``, ``best_window``,
-        ``best_start``, ``best_end``, ``best_text``). A model whose aggregation mixes the windows
-        (PARADE-Max, -CNN, -Transformer, ...) raises a TypeError."""
-        return explain_windows(self, frame)
 
-    def autocast(self):
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+def explain(reranker, frame: pd.DataFrame) -> pd.DataFrame:
+    """Where the model looked: ``transform(frame)``'s results, the same scores, with each
+    document's windows, every window's score (FirstP, MaxP, SumP, KMaxAvgP, the bi-encoders)
+    or attention weight (PARADE-Attn), and the window that counts most, its token span and
+    text (columns ``windows``, ``window_scores`` or ``window_attention``, ``best_window``,
+    ``best_start``, ``best_end``, ``best_text``). A model whose aggregation mixes the windows
+    (PARADE-Max, -CNN, -Transformer, ...) raises a TypeError."""
+    return explain_windows(reranker, frame)
 
-    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None):
-        """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device);
-        ``tokens``: their ids, if tokenized ahead (``LongDocModel.tokenize``)."""
-        self.settle_parameters()
-        self.place_weights()
-        with self.autocast():
-            return self.model.score(queries, texts, batch_size=self.batch_size, progress=progress, workers=workers,
-                                    tokens=tokens)
 
-    def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
-        """The scores of the pairs ``(queries[i], texts[i])`` for inference (eval mode, no
-        gradients, in groups of documents), as a float64 array; an error names the first pairs
-        whose score is not finite."""
-        scores = self._score_texts(queries, texts)
-        self._check_finite(scores, lambda i: f"pair {i} (query {queries[i][:50]!r})")
-        return scores
+def autocast(reranker):
+    """The autocast context of a call on the reranker's device and dtype (none for fp32)."""
+    if reranker.autocast_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(reranker.device.type, dtype=reranker.autocast_dtype)
 
-    def _score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
-        self.model.eval()
-        self.place_weights()  # before the replicas copy the weights
-        workers = self._inference_workers()
-        forget_fitted_batch_size(self.model)  # a batch size learned on an out-of-memory error holds for one call
-        scores = np.empty(len(texts), dtype=np.float64)
-        cropped_queries = cropped_docs = 0
-        progress = pt.tqdm(total=len(texts), desc=type(self).__name__, unit="doc", disable=not self.verbose or not texts)
-        groups = pipeline_groups(len(texts))
-        # one thread tokenizes the next group while the encoder runs this one: on a GPU the
-        # tokenizer, not the encoder, would otherwise be what the device waits for
-        with torch.inference_mode(), progress, ThreadPoolExecutor(1, thread_name_prefix="tokenize-ahead") as ahead:
-            def tokenized(k: int):
-                start, end = groups[k]
-                return ahead.submit(self.model.tokenize, queries[start:end], texts[start:end])
 
-            pending = tokenized(0) if groups else None
-            for k, (start, end) in enumerate(groups):
-                with self.model._stage("tokenize"):  # the time the encoder waits for the tokenizer
-                    tokens = pending.result()
-                pending = tokenized(k + 1) if k + 1 < len(groups) else None
-                scored = self.score_batch(queries[start:end], texts[start:end], progress, workers, tokens)
-                scores[start:end] = scored.scores.cpu().numpy()
-                cropped_queries += scored.cropped_queries
-                cropped_docs += scored.cropped_docs
-                del scored
-                if end - start == _GROUP_SIZE and end < len(texts):
-                    release_freed_memory()  # the next group reuses memory the system holds, not the allocator
-        self._report_cropping(cropped_queries, cropped_docs, len(texts))
-        return scores
+def score_batch(reranker, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None):
+    """Differentiable scores of ``(queries[i], texts[i])`` (a tensor on the model's device);
+    ``tokens``: their ids, if tokenized ahead (``LongDocModel.tokenize``)."""
+    reranker.settle_parameters()
+    reranker.place_weights()
+    with reranker.autocast():
+        return reranker.model.score(queries, texts, batch_size=reranker.batch_size, progress=progress,
+                                    workers=workers, tokens=tokens)
 
-    def _check_finite(self, scores: np.ndarray, label) -> None:
-        """A diverged model gives NaN or infinite scores: say so, rather than rank them."""
-        bad = np.flatnonzero(~np.isfinite(scores))
-        if len(bad):
-            examples = ", ".join(label(int(i)) for i in bad[:3])
-            raise ValueError(f"{self!r} gave {len(bad)} non-finite scores (NaN or inf) of {len(scores)}, e.g. "
-                             f"{examples}: the model's weights have diverged or are corrupt")
 
-    def _inference_workers(self):
-        """Copies of the model on each device (or quantized to int8), or None for the model itself."""
-        return self._replicas.workers(self.model, self.devices, self.int8, self.autocast)
+def score_texts(reranker, queries: list[str], texts: list[str]) -> np.ndarray:
+    """The scores of the pairs ``(queries[i], texts[i])`` for inference (eval mode, no
+    gradients, in groups of documents), as a float64 array; an error names the first pairs
+    whose score is not finite."""
+    scores = inference_scores(reranker, queries, texts)
+    check_finite(reranker, scores, lambda i: f"pair {i} (query {queries[i][:50]!r})")
+    return scores
 
-    def _report_cropping(self, queries: int, docs: int, total: int) -> None:
-        # say what was cut, once per call, rather than dropping it silently
-        chunking = self.model.chunking
-        parts = []
-        if docs and (self.runtime.warn_cropping if self.runtime.warn_cropping is not None else not self.crops):
-            read = chunking.tokens_read(self.model.layout)
-            # the setting that reads more: FirstP's start is its definition; a cap on the first chunks, max_chunks
-            setting = None if self.crops else "max_chunks" if read < chunking.max_doc_tokens else "max_doc_tokens"
-            more = f" ({setting}= reads more; warn_cropping=False leaves this report out)" if setting else ""
-            parts.append(f"{docs} of {total} documents are longer than the {read} tokens it reads and were "
-                         f"cropped{more}")
-        if queries:
-            parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
-        if parts:
-            warn(f"{type(self).__name__}: " + "; ".join(parts), CroppingWarning)
+
+def inference_scores(reranker, queries: list[str], texts: list[str]) -> np.ndarray:
+    """``score_texts`` without the finite-score check (``transform`` names rows instead of pairs)."""
+    model = reranker.model
+    model.eval()
+    reranker.place_weights()  # before the replicas copy the weights
+    workers = reranker._placement.workers(reranker.autocast)
+    forget_fitted_batch_size(model)  # a batch size learned on an out-of-memory error holds for one call
+    scores = np.empty(len(texts), dtype=np.float64)
+    cropped_queries = cropped_docs = 0
+    progress = pt.tqdm(total=len(texts), desc=type(reranker).__name__, unit="doc",
+                       disable=not reranker.verbose or not texts)
+    groups = pipeline_groups(len(texts))
+    # one thread tokenizes the next group while the encoder runs this one: on a GPU the
+    # tokenizer, not the encoder, would otherwise be what the device waits for
+    with torch.inference_mode(), progress, ThreadPoolExecutor(1, thread_name_prefix="tokenize-ahead") as ahead:
+        def tokenized(k: int):
+            start, end = groups[k]
+            return ahead.submit(model.tokenize, queries[start:end], texts[start:end])
+
+        pending = tokenized(0) if groups else None
+        for k, (start, end) in enumerate(groups):
+            with model._stage("tokenize"):  # the time the encoder waits for the tokenizer
+                tokens = pending.result()
+            pending = tokenized(k + 1) if k + 1 < len(groups) else None
+            scored = reranker.score_batch(queries[start:end], texts[start:end], progress, workers, tokens)
+            scores[start:end] = scored.scores.cpu().numpy()
+            cropped_queries += scored.cropped_queries
+            cropped_docs += scored.cropped_docs
+            del scored
+            if end - start == _GROUP_SIZE and end < len(texts):
+                release_freed_memory()  # the next group reuses memory the system holds, not the allocator
+    _report_cropping(reranker, cropped_queries, cropped_docs, len(texts))
+    return scores
+
+
+def check_finite(reranker, scores: np.ndarray, label) -> None:
+    """A diverged model gives NaN or infinite scores: say so, rather than rank them."""
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if len(bad):
+        examples = ", ".join(label(int(i)) for i in bad[:3])
+        raise ValueError(f"{reranker!r} gave {len(bad)} non-finite scores (NaN or inf) of {len(scores)}, e.g. "
+                         f"{examples}: the model's weights have diverged or are corrupt")
+
+
+def _report_cropping(reranker, queries: int, docs: int, total: int) -> None:
+    # say what was cut, once per call, rather than dropping it silently
+    chunking, crops = reranker.model.chunking, reranker.crops
+    warn_cropping = reranker.runtime.warn_cropping
+    parts = []
+    if docs and (warn_cropping if warn_cropping is not None else not crops):
+        read = chunking.tokens_read(reranker.model.layout)
+        # the setting that reads more: FirstP's start is its definition; a cap on the first chunks, max_chunks
+        setting = None if crops else "max_chunks" if read < chunking.max_doc_tokens else "max_doc_tokens"
+        more = f" ({setting}= reads more; warn_cropping=False leaves this report out)" if setting else ""
+        parts.append(f"{docs} of {total} documents are longer than the {read} tokens it reads and were "
+                     f"cropped{more}")
+    if queries:
+        parts.append(f"{queries} of {total} queries were cropped to max_query_tokens={chunking.max_query_tokens}")
+    if parts:
+        warn(f"{type(reranker).__name__}: " + "; ".join(parts), CroppingWarning)

@@ -45,7 +45,7 @@ def stub(module_name: str) -> str:
     for node in tree.body:
         body += _stub_statements(node, module)
     text = ast.unparse(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])))
-    # Publishing.from_hf (the mixin's) takes **overrides; a class's own keywords narrow it, on purpose
+    # each class's from_hf narrows the keywords of its base's to its own settings, on purpose
     text = re.sub(r"^( *def from_hf\(.*:)$", r"\1  # type: ignore[override]", text, flags=re.M)
     return HEADER + text + "\n"
 

@@ -13,7 +13,7 @@ engine reads at the last non-pad token, with an EOS appended; no token types), s
 RankLLaMA model *is* beyond its backbone, saved with it: RankLLaMA's input template
 (``query_prefix``, ``doc_prefix``, ``append_eos``), LoRA adapters (``lora``) and gradient
 checkpointing for ``fit``, batches capped by tokens, and a check that the backbone is a decoder.
-Each is the encoder model class with this mixin (``LLMMaxP`` is a ``MaxP``): the aggregation is
+Each is the encoder model class and ``LLMCrossEncoder`` (``LLMMaxP`` is a ``MaxP``): the aggregation is
 not written twice.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._reranker import LongDocReranker
 from .._lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
 from .._settings import flag, setting
 from .longp import LongP, LongPSettings
@@ -73,8 +74,8 @@ class LLMLongPSettings(LLMSettings, LongPSettings):
 LLM_BATCH_TOKENS = 16 * 512  # a batch's tokens by default: 16 sequences of 512, or 2 of 4,096
 
 
-class LLMCrossEncoder:
-    """What the LLM models add to their encoder model class (a mixin, first in the bases).
+class LLMCrossEncoder(LongDocReranker):
+    """What the LLM models add to their encoder model class (first in their bases; no state of its own).
 
     Settings: ``query_prefix="query: "``, ``doc_prefix="document: "`` (RankLLaMA's template;
     ``""`` for none); ``append_eos`` (False): the tokenizer's EOS after the document, as the
@@ -94,7 +95,7 @@ class LLMCrossEncoder:
     model (merged into it); a plain LM gets a new score head.
     """
 
-    backbone_settings: tuple[str, ...] = ("lora", "gradient_checkpointing")
+    backbone_settings = ("lora", "gradient_checkpointing")
     fp32_embeddings = False  # one embedding table (of 100k+ rows), nothing summed in it: bf16 loses nothing there
 
     def _class_defaults(self) -> None:
@@ -124,7 +125,7 @@ class LLMCrossEncoder:
             raise ValueError(f"{type(self).__name__} has no LoRA adapters to merge (lora=None)")
         merge_lora(self.model.encoder)
         self._replace_settings(lora=None)
-        self._replicas.clear()  # the copies have the adapter layers
+        self._placement.replicas.clear()  # the copies have the adapter layers
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
         if has_lora(self.model.encoder):

@@ -5,6 +5,7 @@ import torch
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from .._reranker import LongDocReranker
 from .._lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
 from .._settings import flag, setting
 from .longp import LongP, LongPSettings
@@ -38,8 +39,42 @@ class LLMKMaxAvgPSettings(LLMSettings, KMaxAvgPSettings):
 class LLMLongPSettings(LLMSettings, LongPSettings):
     ...
 
-class LLMCrossEncoder:
-    backbone_settings: tuple[str, ...] = ...
+class LLMCrossEncoder(LongDocReranker):
+    """What the LLM models add to their encoder model class (first in their bases; no state of its own).
+
+Settings: ``query_prefix="query: "``, ``doc_prefix="document: "`` (RankLLaMA's template;
+``""`` for none); ``append_eos`` (False): the tokenizer's EOS after the document, as the
+RankLLaMA paper and Tevatron's ``--append_eos_token`` training have it (True), or not, as the
+published passage model's card uses it (the default); ``lora``: LoRA adapters added to the LM,
+a dict of ``r`` (8), ``alpha`` (64), ``dropout`` (0.1) and ``target_modules``
+(``"all-linear"``): Tevatron's defaults (the published RankLLaMA adapters have ``r=32``,
+``alpha=64``); ``{}`` for those defaults, ``None`` to train every weight; new adapters are
+drawn from ``seed=`` and drawn again from ``fit``'s seed, so a fit is the same in every process;
+with adapters, ``fit`` trains only them and the score head, by default at RankLLaMA's
+``lr=1e-4`` (``fit_options`` or ``fit(lr=...)`` change it). ``gradient_checkpointing`` (True):
+recompute activations in the backward pass rather than keep them (training only). On a CUDA
+device the default dtype is bf16, weights included; batches hold at most ``max_batch_tokens``
+(16 x 512) tokens unless given.
+Start from a RankLLaMA-style checkpoint: a causal LM's ``*ForSequenceClassification`` folder
+(its score head kept), or a peft adapter folder whose ``adapter_config.json`` names the base
+model (merged into it); a plain LM gets a new score head.
+
+Its settings, the keywords after the runtime options (see LongDocReranker):
+
+Args:
+    window: tokens per chunk; None fills the encoder input (max_length less the query and the special tokens: 477 for BERT)
+    stride: tokens between the starts of two chunks; None: disjoint chunks
+    max_query_tokens: query tokens read, the rest cropped (None: as many as the model's query sequence holds; bi-encoders)
+    max_doc_tokens: document tokens read at most, the rest cropped
+    max_chunks: chunks per document at most (None: no cap)
+    chunk_selection: which chunks ``max_chunks`` keeps: one of ('first', 'first_last_even')
+    max_length: tokens per encoder sequence (None: the encoder's own maximum)
+    disjoint_split: how ``stride=None`` cuts a document: one of ('even', 'fill') (chunks of equal size, or full chunks but the last)
+    query_prefix: text before the query (its tokens count as special tokens)
+    doc_prefix: text before every chunk (its tokens count as special tokens)
+    append_eos: the tokenizer's EOS after the chunk; None: where the head reads the last token (decoder-only LMs)
+    gradient_checkpointing: recompute the encoder's activations in the backward pass instead of keeping them (training only): less memory for long documents, for one more forward pass of the encoder a step"""
+    backbone_settings = ('lora', 'gradient_checkpointing')
     fp32_embeddings = False
 
     def _class_defaults(self) -> None:
@@ -56,6 +91,17 @@ class LLMCrossEncoder:
         ...
 
     def save_adapter(self, path: str | os.PathLike) -> None:
+        ...
+
+    def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> None:
+        ...
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> LLMCrossEncoder:
+        ...
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: str | None=None, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> LLMCrossEncoder:  # type: ignore[override]
         ...
 
 class LLMFirstP(LLMCrossEncoder, FirstP):

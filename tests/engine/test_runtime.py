@@ -99,7 +99,7 @@ def test_int8_says_that_it_reorders_rankings(tiny_bert):
     with pytest.warns(LongDocWarning, match=r"dtype='int8' re-orders rankings.*dtype='auto' never picks it"):
         model.score_texts(["red cat"], ["the red cat sat on the mat"])
     dynamic = torch.ao.nn.quantized.dynamic.Linear
-    quantized = [m for m in model._replicas._copies[0].encoder.modules() if isinstance(m, dynamic)]
+    quantized = [m for m in model._placement.replicas._copies[0].encoder.modules() if isinstance(m, dynamic)]
     assert quantized and all(m.weight().qscheme() == torch.per_channel_affine for m in quantized)
 
 

@@ -23,7 +23,7 @@ def test_the_signature_lists_every_setting_with_its_default():
     assert parameters["window"].kind is inspect.Parameter.KEYWORD_ONLY
     assert inspect.signature(pl.ParadeAttn).parameters["stride"].default == 75
     assert inspect.signature(pl.LLMMaxP).parameters["query_prefix"].default == "query: "
-    assert "model_name_or_path" in inspect.signature(pl.LLMMaxP).parameters  # the mixin's *args are not shown
+    assert "model_name_or_path" in inspect.signature(pl.LLMMaxP).parameters  # LLMCrossEncoder's *args were not shown
     for name, cls in pl.registered_models().items():
         fields = {f.name for f in dataclasses.fields(cls.Settings) if not f.metadata["derived"]}
         assert fields <= set(inspect.signature(cls).parameters), name

@@ -13,7 +13,7 @@ FLOORS = {
     "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
     "_runtime": 1, "_chunking": 2, "_tokenization": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
     "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
-    # building a model, and the reranker's mixins: below training, which builds (BeST's as_maxp) but never
+    # building a model, and what the reranker delegates to: below training, which builds (BeST's as_maxp) but never
     # imports the reranker
     "_build": 6, "_explain": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
     "training": 7, "_reranker": 8,
@@ -163,3 +163,56 @@ def test_only_the_registry_imports_the_package_by_a_computed_name():
     assert not found, found
     old = 'def _register_models():\n    import importlib\n    importlib.import_module(f"{__package__}.models")\n'
     assert dynamic_imports(old) == ['importlib.import_module(f\'{__package__}.models\')']
+
+
+# the reranker's modules: the class and the functions and collaborators it delegates to
+RERANKER_MODULES = ("_reranker", "_placement", "_scoring", "_pairs", "_parameters", "_hub")
+
+
+def foreign_classes(cls: type) -> list[type]:
+    """The classes in ``cls``'s MRO that are neither the reranker (or a model class) nor PyTerrier's or object."""
+    import pyterrier_longdoc as pl
+
+    return [c for c in cls.__mro__ if not (issubclass(c, pl.LongDocReranker) or c is object
+                                           or c.__module__.partition(".")[0] == "pyterrier")]
+
+
+def test_the_reranker_is_composed_not_mixed_in():
+    # LongDocReranker had 7 bases (5 mixins over 6 files, pt.Estimator, pt.Artifact), LLMMaxP an MRO of 13:
+    # where it runs is a collaborator (Placement), scoring, pairs, parameters and publishing plain functions
+    import pyterrier as pt
+
+    import pyterrier_longdoc as pl
+
+    assert pl.LongDocReranker.__bases__ == (pt.Estimator, pt.Artifact)
+    classes = [pl.LongDocReranker, *pl.registered_models().values()]
+    assert not {c.__name__: foreign for c in classes if (foreign := foreign_classes(c))}
+    # each class from the reranker down to a model class has at most 3 bases
+    wide = {k.__name__ for c in classes for k in c.__mro__ if issubclass(k, pl.LongDocReranker) and len(k.__bases__) > 3}
+    assert not wide, wide
+    # no class of the reranker's hierarchy intercepts attribute assignment (the runtime checks its own options)
+    assert not {k.__name__ for c in classes for k in c.__mro__ if k is not object and "__setattr__" in vars(k)}
+    assert len(pl.LLMMaxP.__mro__) <= 8  # LLMMaxP, LLMCrossEncoder, MaxP, LongDocReranker, pt's 3, object
+
+
+def test_foreign_classes_sees_a_mixin():
+    import pyterrier_longdoc as pl
+
+    class Mixin:
+        pass
+
+    class Mixed(Mixin, pl.LongDocReranker):
+        pass
+
+    assert foreign_classes(Mixed) == [Mixin]
+
+
+def test_the_reranker_s_classes_and_functions_stay_small():
+    # no class over ~200 lines, no function over ~80 (the reranker's class spanned 595 lines over 6 files)
+    too_long = []
+    for name in RERANKER_MODULES:
+        for node in ast.walk(ast.parse((PACKAGE / f"{name}.py").read_text())):
+            limit = 200 if isinstance(node, ast.ClassDef) else 80
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.end_lineno - node.lineno + 1 > limit:
+                too_long.append(f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert not too_long, too_long

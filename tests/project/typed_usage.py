@@ -40,3 +40,16 @@ def load(path: str) -> None:
     llm: LLMMaxP = LLMMaxP.from_pretrained(path, lora=None, trust_remote_code=True)
     any_model: LongDocReranker = LongDocReranker.from_pretrained(path, max_doc_tokens=800, device="cpu")
     print(maxp, cnn, llm, any_model)
+
+
+def use(model: MaxP, path: str) -> None:
+    # the reranker's delegated calls and runtime options, as a type checker sees them (functions bound as methods)
+    model.batch_size = 8
+    model.dtype = "bf16"
+    model.device = "cpu"
+    model.set_parameter("window", 100)
+    print(model.get_parameter("stride"), model.tunable_parameters(), model.chunk_spans("a long text"))
+    print(model.predict([("query", "document")], batch_size=4), model.rank("query", ["a", "b"], top_k=1))
+    print(model.score_texts(["query"], ["document"]), model.devices, model.autocast_dtype, model.int8)
+    model.save_pretrained(path)
+    model.save_cross_encoder(path)
