@@ -136,6 +136,18 @@ def fingerprint(**frames: pd.DataFrame) -> dict[str, str]:
     return result
 
 
+def folder_fingerprint(path) -> str:
+    """A short hash of a model folder's files, their names and contents: the same files in another
+    folder give the same hash. A name that is no local folder (a hub id) stands for itself."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return str(path)
+    digest = hashlib.sha256()
+    for file in sorted(f for f in folder.rglob("*") if f.is_file()):
+        digest.update(f"{file.relative_to(folder).as_posix()}:{file_sha256(file)};".encode())
+    return digest.hexdigest()[:16]
+
+
 class CorruptCheckpoint(ValueError):
     """A checkpoint file that cannot be read; the message names it."""
 

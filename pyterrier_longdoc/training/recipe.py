@@ -138,18 +138,20 @@ PASSAGE_STAGE_KEY = "recipe_stage.json"  # what a complete passage stage was tra
 
 
 def _passage_stage_key(backbone, passages, options: dict) -> str | None:
-    """The backbone, the triples' fingerprint and the options of a passage stage (but how often it
-    checkpoints), as JSON; None for triples that are not a frame (an iterable is read once: that
-    stage is always trained)."""
+    """The backbone (its files' digest: the same weights in another folder are the same backbone,
+    other weights in the same folder are not), the triples' fingerprint and the options of a passage
+    stage (but how often it checkpoints), as JSON; None for triples that are not a frame (an iterable
+    is read once: that stage is always trained)."""
     import json
 
-    from .checkpoints import fingerprint
+    from .checkpoints import fingerprint, folder_fingerprint
 
     if not isinstance(passages, pd.DataFrame):
         return None
     trained_by = {name: value for name, value in options.items() if name not in ("checkpoint_every", "restart")}
-    return json.dumps({"backbone": str(backbone), "triples": fingerprint(triples=passages.reset_index(drop=True)),
-                       "options": trained_by}, default=repr, sort_keys=True)
+    return json.dumps({"backbone": folder_fingerprint(backbone),
+                       "triples": fingerprint(triples=passages.reset_index(drop=True)), "options": trained_by},
+                      default=repr, sort_keys=True)
 
 
 def _complete_stage(stage: Path, key: str) -> bool:

@@ -176,3 +176,39 @@ def test_running_a_finished_recipe_again_reuses_its_passage_stage(tiny_bert, tmp
     assert report["passage stage"]["triples"] > 0
     train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run, seed=3)
     assert len(trained) == 2  # other options: trained again
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit
+def test_a_finished_passage_stage_is_known_by_its_backbones_files_not_their_folder(tiny_bert, tmp_path, monkeypatch,
+                                                                                    capsys):
+    """A passage stage copied into another run's folder is reused where that run's backbone holds the same
+    files in another folder (the tutorials' lab reuses the demo's so), and trained again where the backbone's
+    weights differ in the same folder."""
+    import importlib
+    import shutil
+
+    from pyterrier_longdoc.training import passage
+
+    recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
+    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
+    trained = []
+    original = passage.train_passage_ranker
+    monkeypatch.setattr(passage, "train_passage_ranker", lambda *args, **kwargs: trained.append(1) or original(*args, **kwargs))
+    topics, qrels, candidates = documents_task()
+    first, copy = tmp_path / "first-backbone", tmp_path / "copied-backbone"
+    shutil.copytree(tiny_bert, first)
+    shutil.copytree(tiny_bert, copy)
+    options = dict(model_options=TOY_SETTINGS, dtype="fp32")
+    train_long_document_ranker(pl.FirstP, str(first), topics, qrels, candidates, output_dir=tmp_path / "a", **options)
+    shutil.copytree(tmp_path / "a" / "passage-stage", tmp_path / "b" / "passage-stage")
+    capsys.readouterr()
+    train_long_document_ranker(pl.FirstP, str(copy), topics, qrels, candidates, output_dir=tmp_path / "b", **options)
+    assert len(trained) == 1 and "is complete" in capsys.readouterr().out
+    weights = next(copy.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-1] + bytes([weights.read_bytes()[-1] ^ 1]))  # other weights, same folder
+    shutil.rmtree(tmp_path / "c", ignore_errors=True)
+    shutil.copytree(tmp_path / "a" / "passage-stage", tmp_path / "c" / "passage-stage")
+    train_long_document_ranker(pl.FirstP, str(copy), topics, qrels, candidates, output_dir=tmp_path / "c", **options)
+    assert len(trained) == 2 and "is complete" not in capsys.readouterr().out
