@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from ._backbone import set_attention
-from ._runtime import hold_parameters
+from .engine.backbone import set_attention
+from .engine.runtime import hold_parameters
 
 
 def _option(name: str, doc: str) -> property:

@@ -11,20 +11,20 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
-from ._backbone import enable_gradient_checkpointing, resolve_checkpoint, set_attention
+from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint, set_attention
 from ._build import UntrainedHeadWarning, build_model
-from ._config import ModelConfig
-from ._frames import column_texts, failed_setting_run, input_frame, row_label
+from .engine.config import ModelConfig
+from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import Publishing
-from ._model import LongDocModel
+from .engine.model import LongDocModel
 from ._pairs import PairScoring
 from ._parameters import Parameters
 from ._placement import RuntimeOptions
 from ._registry import known_names, model_class, register, registered_models
-from ._replicas import Replicas
-from ._runtime import Runtime, hold_parameters
+from .engine.replicas import Replicas
+from .engine.runtime import Runtime, hold_parameters
 from ._scoring import DocumentScoring
-from ._settings import ModelSettings
+from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator
 
 class _ClassOnly:

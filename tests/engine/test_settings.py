@@ -137,8 +137,8 @@ def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
 # --- chunking held once: the engine reads with its Settings' chunking; set_parameter tunes every setting it can ---
 
 def test_chunking_defaults_have_one_home_and_the_engine_reads_the_settings_chunking(tiny_bert):
-    from pyterrier_longdoc._chunking import CHUNKING_DEFAULTS, CHUNKING_SETTINGS, Chunking
-    from pyterrier_longdoc._settings import ModelSettings
+    from pyterrier_longdoc.engine.chunking import CHUNKING_DEFAULTS, CHUNKING_SETTINGS, Chunking
+    from pyterrier_longdoc.engine.settings import ModelSettings
 
     plain = ModelSettings()
     assert {name: getattr(plain, name) for name in CHUNKING_SETTINGS} == CHUNKING_DEFAULTS == dataclasses.asdict(Chunking())

@@ -1,4 +1,4 @@
-"""Cut documents into the chunks a model reads (the ids come from ``_tokenization``).
+"""Cut documents into the chunks a model reads (the ids come from ``tokenization``).
 
 A chunk sequence is ``[CLS] q [SEP] chunk [SEP]`` (or whatever pair layout the tokenizer
 uses), token type 0 for the query part and 1 for the document part. Texts are tokenized

@@ -16,7 +16,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._chunking import CHUNK_SELECTIONS, CHUNKING_DEFAULTS, CHUNKING_SETTINGS, DISJOINT_SPLITS, Chunking
+from .chunking import CHUNK_SELECTIONS, CHUNKING_DEFAULTS, CHUNKING_SETTINGS, DISJOINT_SPLITS, Chunking
 
 
 def setting(default: Any, doc: str, *, derived: bool = False):
