@@ -37,7 +37,7 @@ ENGINE = 9  # floors up to this one: engine/ and what is built on it (heads, tra
 
 
 def imported_modules(path: Path) -> set[str]:
-    """The package modules a file imports, as top-level names of the package (``_model``, ``models``)."""
+    """The package modules a file imports, as their names in FLOORS (``engine/model``, ``models``)."""
     names = set()
     depth = len(path.relative_to(PACKAGE).parts) - 1
     for node in ast.walk(ast.parse(path.read_text())):
