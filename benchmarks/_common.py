@@ -283,7 +283,7 @@ def _record(name: str, seconds: float) -> None:
 
 
 def _observer_class():
-    from pyterrier_longdoc._model import ScoringObserver
+    from pyterrier_longdoc.engine.model import ScoringObserver
 
     class StatsObserver(ScoringObserver):
         """Adds the engine's stage times, and the shapes of its encoder calls, to the active Stats."""
@@ -303,7 +303,7 @@ def _observer_class():
 def batch_padding(reranker, frame: pd.DataFrame, batch_size: int) -> dict[str, float]:
     """Padding fractions of the engine's batches for a frame, without running the encoder:
     length-sorted, input order, and every sequence padded to the longest of the whole frame."""
-    from pyterrier_longdoc._batching import BATCHINGS, ChunkPlan
+    from pyterrier_longdoc.engine.batching import BATCHINGS, ChunkPlan
 
     m = reranker.model
     q, _ = m.tokenization(frame["query"].tolist(), m.chunking.max_query_tokens)

@@ -50,7 +50,7 @@ def measure(folder: str, shapes, reps: int) -> list[dict]:
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from pyterrier_longdoc._backbone import training_attention_dropout
+    from pyterrier_longdoc.engine.backbone import training_attention_dropout
 
     silence_loading()
     model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1, attn_implementation="sdpa")

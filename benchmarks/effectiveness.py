@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     check_prerequisites(collections, paths, args.backbone)
     import torch  # after the checks: a refused run stops in a second, before torch and the models load
 
-    from pyterrier_longdoc._runtime import native_bf16_cpu
+    from pyterrier_longdoc.engine.runtime import native_bf16_cpu
 
     backbone = args.backbone or (_tiny_backbone(output) if args.quick else _minilm())
     dtype = args.dtype or ("bf16" if native_bf16_cpu() else "fp32")

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from pyterrier_longdoc._fast_paths import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: E402
+from pyterrier_longdoc.engine.fast_paths import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: E402
 
 GPU_DOCUMENTS = 8  # times the CPU's documents per query on a GPU
 FLOP_FORMULA = ("FLOPs of a BERT forward = layers x [2*L*(4*H^2 + 2*H*I) + 4*L^2*H] per sequence of length L "
@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     results.append(["5", f"encoder GFLOP/s / matmul GFLOP/s ({achieved:.1f} / {peak:.1f})",
                     f"{efficiency:.2f}", ">= 0.4", efficiency >= 0.4])
     share = ours.tokenize / ours.wall
-    from pyterrier_longdoc._tokenization import tokenizer_threads
+    from pyterrier_longdoc.engine.tokenization import tokenizer_threads
 
     results.append(["6", f"tokenization share of end-to-end MaxP time (the encoder waiting for it; {tokenizer_threads()} "
                          "tokenizer threads)", C.pct(share), "<= 15%", share <= 0.15])
@@ -360,7 +360,7 @@ def crossencoder_setup(maxp, frame, directory: Path):
     from sentence_transformers import CrossEncoder
     from transformers import BertForSequenceClassification
 
-    from pyterrier_longdoc._batching import ChunkPlan
+    from pyterrier_longdoc.engine.batching import ChunkPlan
 
     m = maxp.model
     maxp.save_cross_encoder(directory)

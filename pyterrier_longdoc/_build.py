@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ._backbone import (encoder_max_length, load_pretrained, load_tokenizer, model_from_config, refuse_pickle,
-                        remote_code_files, resolve_checkpoint)
-from ._chunking import CHUNKING_SETTINGS, Chunking
-from ._config import ModelConfig
-from ._model import LongDocModel
+from .engine.backbone import (aggregator_encoder, encoder_max_length, load_pretrained, load_tokenizer,
+                              model_from_config, refuse_pickle, remote_code_files, resolve_checkpoint)
+from .engine.chunking import CHUNKING_SETTINGS, Chunking
+from .engine.config import ModelConfig
+from .engine.model import LongDocModel
 from ._registry import model_class
 from ._warn import LongDocWarning, warn
 from .aggregators.base import Aggregator
@@ -128,7 +128,8 @@ def _assemble(cls, start: _Start, merged: dict) -> tuple[ModelConfig, LongDocMod
     settings = cls.Settings(**merged)
     head_settings = {k: v for k, v in merged.items() if k not in CHUNKING_SETTINGS + cls.backbone_settings}
     aggregator = cls.aggregator(start.encoder.config.hidden_size, **cls.aggregator_args, **head_settings,
-                                **({"head": start.head} if chunk_head else {}))
+                                **({"head": start.head} if chunk_head else {}),
+                                **({"load_encoder": aggregator_encoder} if cls.aggregator.loads_encoder else {}))
     model = cls.engine(start.encoder, start.tokenizer, aggregator,
                         resolved_chunking(settings, start.encoder, start.tokenizer, cls.engine))
     model.code_files = tuple(start.code_files)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._frames import column_texts, input_frame
+from .engine.frames import column_texts, input_frame
 
 # the input rows' order, through transform's sort by qid and rank
 _ROW = "_explained_row"

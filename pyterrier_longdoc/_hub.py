@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._files import replaced_folder
-from ._weights import save_cross_encoder as write_cross_encoder
+from .engine.files import replaced_folder
+from .engine.weights import save_cross_encoder as write_cross_encoder
 
 
 # what a ``LongDocReranker`` writes, as plain functions of it (which it binds as its methods)

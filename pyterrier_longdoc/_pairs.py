@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._frames import column_texts
+from .engine.frames import column_texts
 
 
 def _pair_list(pairs) -> tuple[list, bool]:

@@ -7,8 +7,8 @@ import dataclasses
 import difflib
 
 from ._build import resolved_chunking
-from ._chunking import CHUNKING_SETTINGS
-from ._runtime import OPTIONS as RUNTIME_OPTIONS
+from .engine.chunking import CHUNKING_SETTINGS
+from .engine.runtime import OPTIONS as RUNTIME_OPTIONS
 
 
 # The model's settings (its class's ``Settings``, saved with the model) and runtime options, by name, as

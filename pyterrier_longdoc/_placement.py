@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from ._backbone import set_attention
-from ._replicas import Replicas
-from ._runtime import Runtime, hold_parameters
+from .engine.backbone import set_attention
+from .engine.replicas import Replicas
+from .engine.runtime import Runtime, hold_parameters
 
 
 # what each runtime option means, written once: the reranker's attribute and its constructor's Args say it

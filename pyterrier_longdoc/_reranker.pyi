@@ -16,16 +16,16 @@ from . import _hub as publishing
 from . import _pairs as pairs
 from . import _parameters as parameters
 from . import _scoring as scoring
-from ._backbone import enable_gradient_checkpointing, resolve_checkpoint
+from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model
-from ._config import ModelConfig
-from ._frames import column_texts, failed_setting_run, input_frame, row_label
+from .engine.config import ModelConfig
+from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import hub_repository
-from ._model import LongDocModel
+from .engine.model import LongDocModel
 from ._placement import RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live, runtime_option
 from ._registry import known_names, model_class, register, registered_models
-from ._runtime import Runtime, hold_parameters
-from ._settings import ModelSettings
+from .engine.runtime import Runtime, hold_parameters
+from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator
 
 class _ClassOnly:

@@ -10,9 +10,9 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from ._batching import forget_fitted_batch_size
+from .engine.batching import forget_fitted_batch_size
 from ._explain import explain as explain_windows
-from ._runtime import release_freed_memory
+from .engine.runtime import release_freed_memory
 from ._warn import CroppingWarning, warn
 
 # documents scored per call of the engine: bounds memory for frames of any size

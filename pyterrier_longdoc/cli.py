@@ -23,8 +23,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._files import MalformedInputError
-from ._runtime_names import BATCH_SIZE, DTYPES
+from .engine.files import MalformedInputError
+from .engine import BATCH_SIZE, DTYPES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -510,7 +510,7 @@ def _train(args) -> int:
         raise CliError("--valid-run needs --valid-topics and --valid-qrels")
     if args.valid_topics and args.run and not args.valid_run:
         raise CliError("--valid-topics with --run needs --valid-run (the validation candidates)")
-    from ._chunking import Chunking
+    from .engine.chunking import Chunking
     from .training.arguments import fit_option_defaults
 
     cls = model_class(args.model)

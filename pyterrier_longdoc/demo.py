@@ -31,7 +31,7 @@ import torch
 from pyterrier.measures import RR, nDCG
 from scipy import stats
 
-from ._runtime import Runtime, native_bf16_cpu
+from .engine.runtime import Runtime, native_bf16_cpu
 from .data.prose import prose_collection
 from .evaluation import correct_pvalues, mean_interval, per_query_values, query_controls, reads_the_query
 from .models import FirstP, MaxP, ParadeAttn

@@ -495,7 +495,7 @@ def _warn_normal_form_twins(candidates: pd.DataFrame, qrels: pd.DataFrame) -> No
     """A warning naming relevant documents that are not among their query's candidates only
     because their docno differs in Unicode normal form (NFD in the qrels, NFC in the run): they
     look the same on screen yet count as not retrieved."""
-    from ._frames import describe_twins, normal_form_twins
+    from .engine.frames import describe_twins, normal_form_twins
     from ._warn import warn
 
     relevant = qrels[pd.to_numeric(qrels["label"], errors="coerce") > 0]
@@ -527,7 +527,7 @@ def _str_ids(frame_or_system):
     """Query ids and docnos as strings (a frame; a transformer's output): pt.Experiment matches a run
     with its qrels by value, so int docnos in the qrels and str ones in the run would silently match
     nothing (RR 0), as fit's validation already avoids."""
-    from ._frames import str_ids
+    from .engine.frames import str_ids
 
     if isinstance(frame_or_system, pd.DataFrame):
         return str_ids(frame_or_system)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
-from ._frames import ranked_hits, retrieval_queries
+from .engine.frames import ranked_hits, retrieval_queries
 
 _LUCENE_PACKAGE = "pyserini.search.lucene"
 

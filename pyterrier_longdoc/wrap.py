@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._chunking import window_starts
-from ._frames import column_texts, failed_setting_run, input_frame
-from ._text import text_offsets, text_only_backend, without_lone_surrogates
+from .engine.chunking import window_starts
+from .engine.frames import column_texts, failed_setting_run, input_frame
+from .engine.text import text_offsets, text_only_backend, without_lone_surrogates
 from ._warn import renamed, warn
 
 AGGREGATIONS = ("first", "max", "sum", "mean", "kmaxavg")

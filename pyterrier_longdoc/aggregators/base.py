@@ -1,13 +1,21 @@
 """The aggregator contract: chunk encoder outputs in, one score per document out."""
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import torch
 from torch import nn
 
-from .._batching import ChunkBatch
 from .heads import LinearHead, pool
+
+
+class ChunkBatch(Protocol):
+    """What a head reads of the engine's batch (``engine.batching.ChunkBatch``): the heads sit below the
+    engine and import none of it."""
+
+    attention_mask: torch.Tensor
+    query_mask: torch.Tensor  # True on query tokens (special tokens excluded)
+    doc_mask: torch.Tensor    # True on document tokens (special tokens excluded)
 
 
 class Aggregator(nn.Module):
@@ -23,6 +31,8 @@ class Aggregator(nn.Module):
     same way (zero-padded where batches differ in size) and ``forward`` gets the tuple.
     """
 
+    #: takes ``load_encoder``, the engine's loader of a pretrained encoder (PARADE's PRETR), when built
+    loads_encoder: ClassVar[bool] = False
     #: ask the encoder for the hidden states of every layer (token-level models)
     output_hidden_states: ClassVar[bool] = False
     #: scores with a chunk head ``head`` (``[..., H] -> [..., 1]``): a trained cross-encoder's own

@@ -11,9 +11,10 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from .._embedder import SIMILARITIES
 from .base import Aggregator, masked_reduce
 from .heads import POOLINGS, pool
+
+SIMILARITIES = ("cosine", "dot")
 
 
 class BiEncoderAggregator(Aggregator):

@@ -7,6 +7,9 @@ and Leaderboarding" (mean [CLS] of up to three disjoint 477-token chunks).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -111,9 +114,11 @@ class TransformerAggregator(Aggregator):
     saved model loads without the aggregator's source model.
     """
 
+    loads_encoder: ClassVar[bool] = True
+
     def __init__(self, hidden_size: int, layers: int | None = 2, heads: int = 4, init: str = "random",
                  aggregator_model: str | None = None, query_tokens: bool = False,
-                 aggregator_config: dict | None = None):
+                 aggregator_config: dict | None = None, load_encoder: Callable | None = None):
         super().__init__(hidden_size)
         if init not in ("random", "pretrained"):
             raise ValueError(f"init must be 'random' or 'pretrained', got {init!r}")
@@ -124,7 +129,9 @@ class TransformerAggregator(Aggregator):
             self.layers.extend(nn.TransformerEncoderLayer(hidden_size, heads, dim_feedforward=4 * hidden_size,
                                                           batch_first=True) for _ in range(layers or 0))
         else:
-            self.encoder, start = _aggregator_encoder(aggregator_model, layers, aggregator_config)
+            if load_encoder is None:
+                raise ValueError("init='pretrained' needs load_encoder, the engine's loader of the aggregator encoder")
+            self.encoder, start = _aggregator_encoder(load_encoder(aggregator_model, layers, aggregator_config))
         width = hidden_size if self.encoder is None else self.encoder.config.hidden_size
         self.cls_vector = nn.Parameter(torch.empty(width).normal_(std=0.02) if start is None else start)
         self.project = nn.Identity() if width == hidden_size else nn.Linear(hidden_size, width)
@@ -190,24 +197,12 @@ def _cls_embedding(encoder: nn.Module, tokenizer) -> torch.Tensor | None:
     return None if cls_id is None or embeddings is None else embeddings.weight[cls_id].detach().clone()
 
 
-def _aggregator_encoder(source: str | None, layers: int | None, config: dict | None):
-    """PRETR: a HuggingFace encoder without word embeddings (and pooler), and its [CLS] embedding.
-
-    From ``config`` when loading a saved model (weights come from its model.safetensors), else
-    the first ``layers`` layers of the pretrained ``source``.
-    """
-    from .._backbone import load_pretrained, model_from_config
-
-    start = None
-    if config is not None:
-        encoder = model_from_config(config, sequence_classifier=False)
-    elif source is None:
-        raise ValueError("init='pretrained' needs aggregator_model, a HuggingFace encoder (hub id or directory)")
-    else:
-        loaded = load_pretrained(source, sequence_classifier=False,
-                                 **({} if layers is None else {"num_hidden_layers": layers}))
-        encoder = loaded.model
-        start = _cls_embedding(encoder, loaded.tokenizer)
+def _aggregator_encoder(loaded: tuple[nn.Module, object | None]) -> tuple[nn.Module, torch.Tensor | None]:
+    """PRETR: the engine's aggregator encoder (and its tokenizer, None when loaded from a saved config:
+    the weights come from the model's safetensors) without word embeddings and pooler, and the [CLS]
+    embedding to start ``C`` from."""
+    encoder, tokenizer = loaded
+    start = None if tokenizer is None else _cls_embedding(encoder, tokenizer)
     encoder.set_input_embeddings(None)  # discarded: the aggregator reads inputs_embeds
     if getattr(encoder, "pooler", None) is not None:
         encoder.pooler = None

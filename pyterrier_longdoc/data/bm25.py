@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import ranked_hits, require_frame, retrieval_queries
+from ..engine.frames import ranked_hits, require_frame, retrieval_queries
 from ._stopwords import TERRIER
 
 __all__ = ["BM25", "bm25_retriever"]

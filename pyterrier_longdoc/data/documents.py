@@ -26,7 +26,7 @@ from typing import Literal
 import pandas as pd
 import pyterrier as pt
 
-from .._files import MalformedInputError
+from ..engine.files import MalformedInputError
 
 Fields = Sequence[str] | str | Literal["*"]
 _JSONL_SUFFIXES = (".jsonl", ".json")

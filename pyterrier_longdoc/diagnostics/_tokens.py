@@ -12,7 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Any, Protocol, runtime_checkable
 
-from .._text import text_offsets
+from ..engine.text import text_offsets
 
 Span = tuple[int, int]
 
@@ -49,7 +49,7 @@ class HFTokenizer:
     The backend is copied with truncation and padding switched off: ``tokenizer.json`` files
     often carry ``truncation.max_length`` (128 for all-MiniLM-L6-v2), which would silently cap
     every count. Text is counted as the models read it: a literal ``[SEP]`` or ``</s>`` is
-    characters, not one special token (:func:`~pyterrier_longdoc._text.text_only_backend`).
+    characters, not one special token (:func:`~pyterrier_longdoc.engine.text.text_only_backend`).
     """
 
     def __init__(self, tokenizer: Any) -> None:

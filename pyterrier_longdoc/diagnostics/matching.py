@@ -20,7 +20,7 @@ from difflib import SequenceMatcher
 import numpy as np
 import pandas as pd
 
-from .._frames import require_frame
+from ..engine.frames import require_frame
 
 _WORD = re.compile(r"\w+")
 

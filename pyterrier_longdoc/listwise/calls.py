@@ -11,7 +11,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from .._files import MalformedInputError
+from ..engine.files import MalformedInputError
 from .backends import ChatBackend, Reply
 
 USAGE_KEYS = ("requests", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "repaired_answers")

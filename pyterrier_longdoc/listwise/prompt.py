@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .._text import text_offsets
+from ..engine.text import text_offsets
 
 SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query."
 # RankGPT's per-message overhead of the chat format (num_tokens_from_messages) and the room it

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import column_texts, input_frame
+from ..engine.frames import column_texts, input_frame
 from .._warn import renamed, warn
 from .backends import ChatBackend
 from .calls import ChatCalls

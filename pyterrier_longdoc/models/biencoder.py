@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._biencoder import BiEncoderModel
-from .._embedder import SIMILARITIES, embedder_settings
+from ..engine.biencoder import BiEncoderModel
+from ..engine.embedder import SIMILARITIES, embedder_settings
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings, flag, one_of, setting
+from ..engine.settings import ModelSettings, flag, one_of, setting
 from ..aggregators.biencoder import BiEncoderAggregator
 from ..aggregators.heads import POOLINGS
 from .score import FirstPSettings, MaxPSettings

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings, positive_int, setting
+from ..engine.settings import ModelSettings, positive_int, setting
 from ..aggregators.cedr import KNRM_MUS, KNRM_SIGMAS, DrmmAggregator, KnrmAggregator, PacrrAggregator
 
 

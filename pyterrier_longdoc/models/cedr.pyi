@@ -4,7 +4,7 @@ import os
 import torch
 from dataclasses import dataclass
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings, positive_int, setting
+from ..engine.settings import ModelSettings, positive_int, setting
 from ..aggregators.cedr import KNRM_MUS, KNRM_SIGMAS, DrmmAggregator, KnrmAggregator, PacrrAggregator
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from .._reranker import LongDocReranker
-from .._lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
-from .._settings import flag, setting
+from ..engine.lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
+from ..engine.settings import flag, setting
 from .longp import LongP, LongPSettings
 from .score import FirstP, FirstPSettings, KMaxAvgP, KMaxAvgPSettings, MaxP, MaxPSettings, SumP
 LORA_LR = 0.0001

@@ -4,7 +4,7 @@ import os
 import torch
 from dataclasses import dataclass
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings, one_of, setting
+from ..engine.settings import ModelSettings, one_of, setting
 from ..aggregators.heads import POOLINGS
 from ..aggregators.longp import LongPAggregator
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings
+from ..engine.settings import ModelSettings
 from ..aggregators.model1 import Model1Aggregator
 
 

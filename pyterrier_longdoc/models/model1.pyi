@@ -4,7 +4,7 @@ import os
 import torch
 from dataclasses import dataclass
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings
+from ..engine.settings import ModelSettings
 from ..aggregators.model1 import Model1Aggregator
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import os
 import torch
 from dataclasses import dataclass
 from .._reranker import LongDocReranker
-from .._settings import ModelSettings, flag, one_of, positive_int, setting
+from ..engine.settings import ModelSettings, flag, one_of, positive_int, setting
 from ..aggregators.parade import AttentionAggregator, CNNAggregator, PooledAggregator, TransformerAggregator
 
 @dataclass(frozen=True)

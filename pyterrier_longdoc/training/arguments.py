@@ -13,7 +13,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._backbone import check_attention_dropout
+from ..engine.backbone import check_attention_dropout
 
 __all__ = ["TrainingArguments", "DATA_OPTIONS", "check_option_names", "did_you_mean", "fit_option_defaults"]
 

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from .._build import InMemory, build_model
-from .._chunking import window_starts
+from ..engine.chunking import window_starts
 from .._registry import model_class
-from .._text import text_offsets, without_lone_surrogates
+from ..engine.text import text_offsets, without_lone_surrogates
 from .fit_loop import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
 from .scorer import Scorer

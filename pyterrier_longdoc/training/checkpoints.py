@@ -24,8 +24,8 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from .._files import check_safetensors, file_sha256
-from .._text import without_lone_surrogates
+from ..engine.files import check_safetensors, file_sha256
+from ..engine.text import without_lone_surrogates
 from .._warn import warn
 from .scorer import Scorer
 

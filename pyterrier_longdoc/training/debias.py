@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._rng import keyed_rng
+from ..engine.rng import keyed_rng
 
 _START_COLUMNS = ("char_start", "start_char")
 _END_COLUMNS = ("char_end", "end_char")

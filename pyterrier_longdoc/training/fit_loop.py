@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .._backbone import training_attention_dropout
-from .._frames import column_texts, require_frame, str_ids
-from .._lora import redraw_fresh_lora
+from ..engine.backbone import training_attention_dropout
+from ..engine.frames import column_texts, require_frame, str_ids
+from ..engine.lora import redraw_fresh_lora
 from .._warn import warn
 from .arguments import TrainingArguments, check_option_names
 from .checkpoints import fingerprint

@@ -34,9 +34,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._backbone import training_attention_dropout
-from .._frames import numeric_column, require_frame, row_positions
-from .._runtime import Runtime
+from ..engine.backbone import training_attention_dropout
+from ..engine.frames import numeric_column, require_frame, row_positions
+from ..engine.runtime import Runtime
 from .passage_arguments import LOSSES, PassageArguments, keyword_parameters
 from .passage_checkpoints import identity, latest_checkpoint
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .._backbone import check_attention_dropout
-from .._runtime import Runtime
+from ..engine.backbone import check_attention_dropout
+from ..engine.runtime import Runtime
 from .._warn import LongDocDeprecationWarning, warn
 from .arguments import _integer, _is_number, _positive_int, did_you_mean
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._backbone import attention_dropout_sites
+from ..engine.backbone import attention_dropout_sites
 from .._warn import renamed
 from .arguments import TrainingArguments
 from .passage_arguments import PassageArguments

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from .._frames import (column_texts, describe_twins, kind_of, normal_form_twins, numeric_column, require_frame,
-                       sort_results)
+from ..engine.frames import (column_texts, describe_twins, kind_of, normal_form_twins, numeric_column, require_frame,
+                             sort_results)
 from .._warn import warn
 
 TextLookup = Callable[[list[str]], list[str]]

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._config import ModelConfig
-from .._model import LongDocModel, Scored
-from .._runtime import Runtime
+from ..engine.config import ModelConfig
+from ..engine.model import LongDocModel, Scored
+from ..engine.runtime import Runtime
 
 
 @runtime_checkable

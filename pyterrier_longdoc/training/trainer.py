@@ -13,7 +13,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-from .._config import ModelConfig
+from ..engine.config import ModelConfig
 from .._warn import warn
 from .arguments import TrainingArguments
 from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint

@@ -391,7 +391,7 @@ def test_values_that_look_like_numbers_are_not_unknown_options(capsys):
     ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n</top>\n", 5, "</top> without a <top> before it"),
 ])
 def test_an_unclosed_top_names_the_file_and_its_line(content, line, problem, tmp_path):
-    from pyterrier_longdoc._files import MalformedInputError
+    from pyterrier_longdoc.engine.files import MalformedInputError
 
     topics = tmp_path / "topics.trec"
     topics.write_text(content)

@@ -24,7 +24,7 @@ def test_packaged_minilm_first_layers(tmp_path):
     assert any(p.name.startswith("tokenizer") or p.name == "vocab.txt" for p in (tmp_path / "small").iterdir())
     # the sentence-transformers configuration comes along: a bi-encoder over it normalizes, mean-pools
     # and reads 256 tokens, as over the whole model
-    from pyterrier_longdoc._embedder import embedder_settings
+    from pyterrier_longdoc.engine.embedder import embedder_settings
 
     settings = embedder_settings(small)
     assert settings == embedder_settings(full) and settings["normalize"] and settings["max_length"] == 256

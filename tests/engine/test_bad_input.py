@@ -197,11 +197,11 @@ def test_overrides_apply_to_a_loaded_checkpoint(saved):
 
 
 def test_bf16_on_a_cpu_without_native_bf16_warns(tiny_bert, monkeypatch):
-    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: False)
+    monkeypatch.setattr("pyterrier_longdoc.engine.runtime.native_bf16_cpu", lambda: False)
     with pytest.warns(UserWarning, match="no native bf16") as said:
         pl.MaxP(tiny_bert, dtype="bf16", device="cpu")
     assert {w.filename for w in said if "no native bf16" in str(w.message)} == {__file__}  # the caller's line
-    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: True)
+    monkeypatch.setattr("pyterrier_longdoc.engine.runtime.native_bf16_cpu", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", pl.UntrainedHeadWarning)

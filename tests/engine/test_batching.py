@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._batching import ChunkPlan, build_batch, is_out_of_memory, run_with_backoff
-from pyterrier_longdoc._chunking import Chunking, SpecialLayout
+from pyterrier_longdoc.engine.batching import ChunkPlan, build_batch, is_out_of_memory, run_with_backoff
+from pyterrier_longdoc.engine.chunking import Chunking, SpecialLayout
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")

@@ -108,8 +108,8 @@ def test_the_passage_stage_trains_on_the_gpu(tiny_bert, tmp_path):
 def test_batches_reach_the_gpu_by_asynchronous_copies_of_the_same_values():
     """ChunkBatch.to copies from page-locked memory without blocking; the values arrive unchanged,
     and the next copy into a reused pinned block does not overwrite one still in flight."""
-    from pyterrier_longdoc._batching import ChunkPlan, build_batch
-    from pyterrier_longdoc._chunking import Chunking, SpecialLayout
+    from pyterrier_longdoc.engine.batching import ChunkPlan, build_batch
+    from pyterrier_longdoc.engine.chunking import Chunking, SpecialLayout
 
     layout = SpecialLayout((2,), (3,), (3,), 0, 1)
     rng = np.random.default_rng(0)

@@ -57,8 +57,8 @@ def tokenizers(tmp_path_factory):
 def test_no_tokenizer_family_reads_a_special_token_out_of_random_text(tokenizers, text):
     from helpers.tokenizer_families import special_ids
 
-    from pyterrier_longdoc._tokenization import text_encoder
-    from pyterrier_longdoc._text import text_offsets, without_lone_surrogates
+    from pyterrier_longdoc.engine.tokenization import text_encoder
+    from pyterrier_longdoc.engine.text import text_offsets, without_lone_surrogates
 
     for family, tokenizer in tokenizers.items():
         (ids,) = text_encoder(tokenizer)([without_lone_surrogates(text)])

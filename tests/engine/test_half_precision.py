@@ -7,7 +7,7 @@ import pytest
 import torch
 from helpers.contract import frame, small_model
 
-from pyterrier_longdoc._runtime import Runtime, hold_parameters
+from pyterrier_longdoc.engine.runtime import Runtime, hold_parameters
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning"),
               pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning"),

@@ -8,8 +8,8 @@ from helpers.cross_encoders import ARCHITECTURES, write_cross_encoder
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc._scoring import pipeline_groups
-from pyterrier_longdoc import _fast_paths
-from pyterrier_longdoc._model import ScoringObserver
+from pyterrier_longdoc.engine import fast_paths as _fast_paths
+from pyterrier_longdoc.engine.model import ScoringObserver
 
 # expected here, not what these tests are about: models built over a plain encoder (the tiny random BERT)
 # get a new head, and documents longer than the tiny settings read are cropped
@@ -268,7 +268,7 @@ def test_threads_sharing_one_encoder_get_the_scores_of_one(tiny_bert):
 
 def test_freed_memory_goes_back_to_the_system_between_groups_of_documents(tiny_bert, monkeypatch):
     import pyterrier_longdoc._scoring as scoring_module
-    from pyterrier_longdoc._runtime import _malloc_trim, release_freed_memory
+    from pyterrier_longdoc.engine.runtime import _malloc_trim, release_freed_memory
 
     reranker = pl.MaxP(tiny_bert, **SETTINGS)
     queries, texts = documents()

@@ -8,7 +8,7 @@ import torch
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc import LongDocWarning
-from pyterrier_longdoc._runtime import Runtime
+from pyterrier_longdoc.engine.runtime import Runtime
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
@@ -45,7 +45,7 @@ def test_a_models_batch_size_and_engine_options_are_its_runtimes(tiny_bert):
 
 
 def test_the_default_batch_size_is_written_once():
-    from pyterrier_longdoc._runtime_names import BATCH_SIZE
+    from pyterrier_longdoc.engine import BATCH_SIZE
     from pyterrier_longdoc.cli import build_parser
 
     assert Runtime().batch_size == BATCH_SIZE
@@ -54,9 +54,9 @@ def test_the_default_batch_size_is_written_once():
 
 
 def test_auto_and_int8_resolve_on_the_device(monkeypatch):
-    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: False)
+    monkeypatch.setattr("pyterrier_longdoc.engine.runtime.native_bf16_cpu", lambda: False)
     assert Runtime(dtype="auto", device="cpu").dtype_name() == "fp32"
-    monkeypatch.setattr("pyterrier_longdoc._runtime.native_bf16_cpu", lambda: True)
+    monkeypatch.setattr("pyterrier_longdoc.engine.runtime.native_bf16_cpu", lambda: True)
     assert Runtime(dtype="auto", device="cpu").autocast_dtype() == torch.bfloat16
     assert Runtime(dtype=None, device="cpu").dtype_name() == "fp32"  # None stays fp32 on the CPU
     assert Runtime(dtype="int8", device="cpu").dtype_name() == "int8"
@@ -81,7 +81,7 @@ def test_the_passage_stage_and_the_models_share_one_default_precision(monkeypatc
     trained in bf16 ("auto") while the document stage's models ran in fp32 (None)."""
     import inspect
 
-    from pyterrier_longdoc import _runtime
+    from pyterrier_longdoc.engine import runtime as _runtime
     from pyterrier_longdoc.training.passage import train_passage_ranker
 
     monkeypatch.setattr(_runtime, "native_bf16_cpu", lambda: True)
@@ -111,7 +111,7 @@ VALID = {"batch_size": 4, "text_field": "body", "device": "cpu", "dtype": "fp32"
 
 
 def test_every_runtime_option_is_set_the_same_three_ways(tiny_bert):
-    from pyterrier_longdoc._runtime import OPTIONS
+    from pyterrier_longdoc.engine.runtime import OPTIONS
 
     assert set(VALID) == set(OPTIONS)
     for how in ("attribute", "runtime", "set_parameter"):

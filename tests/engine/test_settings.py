@@ -136,9 +136,33 @@ def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
 
 # --- chunking held once: the engine reads with its Settings' chunking; set_parameter tunes every setting it can ---
 
+def test_chunking_fields_are_declared_once_for_the_settings_and_the_engine():
+    # Chunking declared the 11 chunking fields and ModelSettings declared them again (types, docs), synchronised
+    # by hand: now both are ChunkingSettings, whose fields are the one declaration
+    import ast
+    import inspect
+
+    from pyterrier_longdoc.engine import settings as settings_module
+    from pyterrier_longdoc.engine.chunking import CHUNKING_SETTINGS, Chunking, ChunkingSettings
+    from pyterrier_longdoc.engine.settings import ModelSettings
+    from pyterrier_longdoc.models import MaxP
+
+    declared = dataclasses.fields(ChunkingSettings)
+    assert dataclasses.fields(Chunking) == declared
+    assert dataclasses.fields(ModelSettings)[:len(declared)] == declared
+    assert issubclass(MaxP.Settings, ChunkingSettings) and not issubclass(ModelSettings, Chunking)
+    assert all(f.metadata["doc"] for f in declared) and CHUNKING_SETTINGS == tuple(f.name for f in declared)
+    assert MaxP.Settings.docs()["max_doc_tokens"] == declared[CHUNKING_SETTINGS.index("max_doc_tokens")].metadata["doc"]
+    body = ast.parse(inspect.getsource(settings_module)).body
+    model_settings = next(n for n in body if isinstance(n, ast.ClassDef) and n.name == "ModelSettings")
+    redeclared = [n.target.id for n in model_settings.body if isinstance(n, ast.AnnAssign)
+                  and n.target.id in CHUNKING_SETTINGS]
+    assert not redeclared, redeclared
+
+
 def test_chunking_defaults_have_one_home_and_the_engine_reads_the_settings_chunking(tiny_bert):
-    from pyterrier_longdoc._chunking import CHUNKING_DEFAULTS, CHUNKING_SETTINGS, Chunking
-    from pyterrier_longdoc._settings import ModelSettings
+    from pyterrier_longdoc.engine.chunking import CHUNKING_DEFAULTS, CHUNKING_SETTINGS, Chunking
+    from pyterrier_longdoc.engine.settings import ModelSettings
 
     plain = ModelSettings()
     assert {name: getattr(plain, name) for name in CHUNKING_SETTINGS} == CHUNKING_DEFAULTS == dataclasses.asdict(Chunking())

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc import _tokenization
+from pyterrier_longdoc.engine import tokenization as _tokenization
 from pyterrier_longdoc._scoring import pipeline_groups
-from pyterrier_longdoc._tokenization import Tokenization, text_encoder, tokenizer_threads
+from pyterrier_longdoc.engine.tokenization import Tokenization, text_encoder, tokenizer_threads
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")

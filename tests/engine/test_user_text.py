@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._chunking import SpecialLayout
-from pyterrier_longdoc._tokenization import text_encoder
+from pyterrier_longdoc.engine.chunking import SpecialLayout
+from pyterrier_longdoc.engine.tokenization import text_encoder
 from pyterrier_longdoc.diagnostics._tokens import HFTokenizer, count_tokens
 from pyterrier_longdoc.wrap import LongDoc
 

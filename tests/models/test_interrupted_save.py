@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc import _card, _config, _files, _model
+from pyterrier_longdoc import _card
+from pyterrier_longdoc.engine import config as _config, files as _files, model as _model
 
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
 

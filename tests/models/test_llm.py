@@ -90,7 +90,7 @@ def test_last_token_pooling_reads_the_last_real_token_with_left_or_right_padding
 def test_a_prefix_the_tokenizer_joins_with_the_text_leaves_the_text_alone(tiny_bert):
     from transformers import AutoTokenizer
 
-    from pyterrier_longdoc._tokenization import Tokenization
+    from pyterrier_longdoc.engine.tokenization import Tokenization
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
     ids = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731

@@ -217,7 +217,7 @@ def test_longdoc_stride_beyond_window_reads_nothing_with_a_warning():
     with pytest.warns(UserWarning, match=r"stride_words \(100\) > window_words \(30\) would skip document text\. "
                                          r"This setting scores no document"):
         run = wrapped(candidates)
-    from pyterrier_longdoc._frames import FAILED_SETTING_DOCNO
+    from pyterrier_longdoc.engine.frames import FAILED_SETTING_DOCNO
 
     assert run["docno"].tolist() == [FAILED_SETTING_DOCNO] * 2 and run["qid"].tolist() == ["q0", "q1"]
     wrapped.set_parameter("window_words", 100)  # the grid's next value makes it valid

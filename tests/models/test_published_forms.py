@@ -23,8 +23,8 @@ from helpers.cross_encoders import write_cross_encoder
 from helpers.llm_backbones import write_tiny_lm
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._batching import batch_bounds
-from pyterrier_longdoc._runtime import Runtime, hold_parameters
+from pyterrier_longdoc.engine.batching import batch_bounds
+from pyterrier_longdoc.engine.runtime import Runtime, hold_parameters
 
 QUERY, DOC = "what red cat", "the red cat sat on a mat near the river castle in the city"
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,7 +234,7 @@ def test_batches_are_capped_by_tokens_once_padded():
 
 
 def test_llm_batches_hold_fewer_long_sequences(tmp_path):
-    from pyterrier_longdoc._model import ScoringObserver
+    from pyterrier_longdoc.engine.model import ScoringObserver
 
     lm = str(write_tiny_lm(tmp_path / "lm", "llama"))
 

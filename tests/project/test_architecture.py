@@ -9,30 +9,35 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "pyterrier_longdoc"
 # lower floors never import higher ones; every module of the package has a floor
 FLOORS = {
-    "_version": 0, "_text": 0, "_files": 0, "_frames": 0, "_rng": 0, "_lora": 0, "_embedder": 0, "_fast_paths": 0,
-    "packaged": 0, "_warn": 0, "_kernel_caches": 0, "_runtime_names": 0, "_pairs": 2, "_config": 1, "_card": 1,
-    "_runtime": 1, "_chunking": 2, "_tokenization": 2, "_backbone": 2, "_batching": 3, "_settings": 3,
-    "aggregators": 4, "_weights": 5, "_model": 5, "_biencoder": 5, "_registry": 5,
+    "_version": 0, "packaged": 0, "_warn": 0,
+    # the heads (nn.Modules over per-chunk features): below the engine, which builds on them
+    "aggregators": 0,
+    # the engine (engine/): its light __init__ (kernel caches, the runtime's vocabulary), then its modules
+    "engine": 0, "engine/text": 0, "engine/files": 0, "engine/frames": 0, "engine/rng": 0, "engine/lora": 0,
+    "engine/embedder": 0, "engine/fast_paths": 0, "engine/config": 1, "engine/runtime": 1, "engine/chunking": 2,
+    "engine/tokenization": 2, "engine/backbone": 2, "engine/batching": 3, "engine/settings": 3,
+    "engine/weights": 5, "engine/model": 5, "engine/biencoder": 5, "engine/replicas": 6,
+    "_pairs": 2, "_card": 1, "_registry": 5,
     # building a model, and what the reranker delegates to: below training, which builds (BeST's as_maxp) but never
     # imports the reranker
-    "_build": 6, "_explain": 6, "_replicas": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
+    "_build": 6, "_explain": 6, "_hub": 6, "_scoring": 6, "_parameters": 6, "_placement": 6,
     "training": 7, "_reranker": 8,
     "models": 9,
     # above the engine
     "wrap": 10, "scale_out": 10, "data": 10, "diagnostics": 10, "evaluation": 10, "listwise": 10, "pyserini": 10,
     # the applications: the demo imports models, diagnostics and evaluation
-    "demo": 11, "_public": 11, "reproduce": 12, "cli": 13,
+    "demo": 11, "reproduce": 12, "cli": 13,
     # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on
     "data/documents": 1, "data/collection": 2,
     # the shipped prose as a FarRelevant collection: built from a data module (the dictionary task) and
     # diagnostics (the FarRelevant builder), so above both, with the demo
     "data/prose": 11,
 }
-ENGINE = 9  # floors up to this one are the engine
+ENGINE = 9  # floors up to this one: engine/ and what is built on it (heads, training, the reranker, the models)
 
 
 def imported_modules(path: Path) -> set[str]:
-    """The package modules a file imports, as top-level names of the package (``_model``, ``models``)."""
+    """The package modules a file imports, as their names in FLOORS (``engine/model``, ``models``)."""
     names = set()
     depth = len(path.relative_to(PACKAGE).parts) - 1
     for node in ast.walk(ast.parse(path.read_text())):
@@ -54,7 +59,8 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def unit(parts) -> str:
-    """A module's name in FLOORS: ``data/collection`` where data/'s module has a floor of its own, else the top name."""
+    """A module's name in FLOORS: ``engine/model`` where the subpackage's module has a floor of its own, else the
+    top name (``models``)."""
     parts = [part.removesuffix(".py") for part in parts]
     return "/".join(parts[:2]) if "/".join(parts[:2]) in FLOORS else parts[0]
 
@@ -118,7 +124,7 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
 
 
 def private_names_from_the_engine(path: Path) -> list[str]:
-    """The underscored names a module imports from an engine module (``from .._runtime import _x``)."""
+    """The underscored names a module imports from an engine module (``from ..engine.runtime import _x``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level and node.module:
@@ -137,8 +143,8 @@ def test_modules_above_the_engine_use_its_public_names():
 
 def test_the_private_name_check_sees_one(tmp_path):
     bad = tmp_path / "wrap.py"
-    bad.write_text("from ._runtime import _secret\nfrom ._model import LongDocModel\n")
-    assert private_names_from_the_engine(bad) == ["_runtime._secret"]
+    bad.write_text("from .engine.runtime import _secret\nfrom .engine.model import LongDocModel\n")
+    assert private_names_from_the_engine(bad) == ["engine.runtime._secret"]
 
 
 def dynamic_imports(source: str) -> list[str]:
@@ -216,3 +222,47 @@ def test_the_reranker_s_classes_and_functions_stay_small():
             if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.end_lineno - node.lineno + 1 > limit:
                 too_long.append(f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert not too_long, too_long
+
+
+# what DESIGN's engine holds: tokenization, chunking, batching, fast paths, runtime, backbone loading, weights
+# I/O, the model and its settings and config
+ENGINE_MODULES = {"tokenization", "chunking", "batching", "fast_paths", "runtime", "backbone", "weights", "model",
+                  "settings", "config"}
+
+
+def test_the_engine_lives_in_its_subpackage():
+    engine = {p.stem for p in (PACKAGE / "engine").glob("*.py")}
+    assert ENGINE_MODULES <= engine, ENGINE_MODULES - engine
+    assert not [p.name for p in PACKAGE.glob("*.py") if p.stem.lstrip("_") in engine and p.stem != "__init__"]
+
+
+def test_the_root_holds_no_tiny_private_module():
+    # 32 private modules sat beside the public ones, some of 1 to 16 lines (_runtime_names, _kernel_caches, _rng,
+    # _public); _version.py stays: pyproject reads the version from it without importing the package
+    tiny = {p.name: n for p in PACKAGE.glob("_*.py")
+            if p.name not in ("__init__.py", "_version.py") and (n := len(p.read_text().splitlines())) < 20}
+    assert not tiny, tiny
+
+
+def test_the_engine_imports_only_itself_the_heads_and_the_leaves():
+    # nothing in engine/ imports models/, the reranker, the registry or the package __init__ (DESIGN's one way:
+    # cli -> models -> reranker -> engine -> aggregators)
+    allowed = {"aggregators", "_warn", "_version"}
+    found = {str(p.relative_to(PACKAGE)): sorted(bad) for p in (PACKAGE / "engine").rglob("*.py")
+             if (bad := {n for n in imported_modules(p) if not n.startswith("engine") and n not in allowed})}
+    assert not found, found
+
+
+def test_the_heads_import_nothing_of_the_package_but_themselves():
+    # aggregators/ imported the engine's batch, its similarity names and its backbone loader (PRETR) while the
+    # engine imports the heads; now the engine hands PRETR its loader (load_encoder) and the batch is a Protocol
+    found = {str(p.relative_to(PACKAGE)): sorted(names) for p in (PACKAGE / "aggregators").rglob("*.py")
+             if (names := {n for n in imported_modules(p) if n != "aggregators"})}
+    assert not found, found
+
+
+def test_the_engine_check_sees_an_upward_import(tmp_path, monkeypatch):
+    bad = tmp_path / "model.py"
+    bad.write_text("from .._reranker import LongDocReranker\nfrom .. import MaxP\nfrom .batching import ChunkBatch\n")
+    monkeypatch.setattr(Path, "relative_to", lambda self, other: Path("engine/model.py"))
+    assert imported_modules(bad) == {"_reranker", "__init__:MaxP", "engine/batching"}

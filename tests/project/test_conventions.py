@@ -17,7 +17,7 @@ from helpers.toy_training import FAST, new_model, toy_task
 from safetensors.torch import load_file, save_file
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._weights import saved_names
+from pyterrier_longdoc.engine.weights import saved_names
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")

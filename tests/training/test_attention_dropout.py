@@ -7,7 +7,7 @@ from helpers.toy_training import FAST, new_model, toy_task
 from helpers.llm_backbones import write_tiny_lm
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._backbone import training_attention_dropout
+from pyterrier_longdoc.engine.backbone import training_attention_dropout
 from pyterrier_longdoc.training import TrainingArguments, train_passage_ranker
 
 # models built over a plain encoder (the tiny random BERT) get a new head: expected here, not what these tests are about

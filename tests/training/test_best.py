@@ -62,9 +62,9 @@ def test_as_maxp_is_built_by_build_model_with_the_scores_of_a_hand_built_maxp(ti
     import copy
     import dataclasses
 
-    from pyterrier_longdoc._chunking import Chunking
-    from pyterrier_longdoc._model import LongDocModel
-    from pyterrier_longdoc._chunking import CHUNKING_SETTINGS
+    from pyterrier_longdoc.engine.chunking import Chunking
+    from pyterrier_longdoc.engine.model import LongDocModel
+    from pyterrier_longdoc.engine.chunking import CHUNKING_SETTINGS
     from pyterrier_longdoc.aggregators.score import ScoreAggregator
 
     firstp = FirstP(tiny_bert, max_query_tokens=8, max_doc_tokens=64, max_length=48, seed=3)
@@ -182,7 +182,7 @@ def test_queries_without_a_positive_are_skipped_with_a_warning(tiny_bert, monkey
 
 
 def test_segments_read_special_token_strings_and_lone_surrogates_as_text(maxp):
-    from pyterrier_longdoc._chunking import window_starts
+    from pyterrier_longdoc.engine.chunking import window_starts
 
     text = "alpha [SEP] beta \ud800 gamma [CLS] " * 3  # a lone surrogate, as json.loads('"\\ud800"') gives
     segments = segment_documents(maxp, ["d1"], [text])

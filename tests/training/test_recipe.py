@@ -9,7 +9,7 @@ import pyterrier as pt
 import pytest
 
 import pyterrier_longdoc as pl
-from pyterrier_longdoc._backbone import attention_dropout_sites
+from pyterrier_longdoc.engine.backbone import attention_dropout_sites
 from pyterrier_longdoc.training import TrainingArguments, document_passage_triples, train_long_document_ranker
 
 from helpers.cross_encoders import PAIRS

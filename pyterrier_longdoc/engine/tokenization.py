@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._text import text_only_backend, without_lone_surrogates
+from .text import text_only_backend, without_lone_surrogates
 
 # Characters of text per token are at least 1 for WordPiece and SentencePiece, and bytes per
 # token at least 1 for byte-level BPE; a prefix of this many characters per wanted token (cut

@@ -17,16 +17,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
-from ._chunking import Chunking, SpecialLayout
-from ._tokenization import Tokenization
-from ._config import WEIGHTS_NAME, ModelConfig
-from ._fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linears, supports_partial_last_layer
-from ._files import file_sha256
-from ._runtime import Runtime
-from ._weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
-                       scores_windows)
-from .aggregators.base import Aggregator
+from .batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
+from .chunking import Chunking, SpecialLayout
+from .tokenization import Tokenization
+from .config import WEIGHTS_NAME, ModelConfig
+from .fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linears, supports_partial_last_layer
+from .files import file_sha256
+from .runtime import Runtime
+from .weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
+                      scores_windows)
+from ..aggregators.base import Aggregator
 
 
 @dataclass
@@ -102,7 +102,7 @@ class LongDocModel(ObservedStages, nn.Module):
     PARADE-Transformer-Q also the query tokens), on by default where supported;
     ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
     (True or False; None, the default: on CPUs with AVX-512, where oneDNN's kernels beat MKL's, for
-    the encoders tested); see ``_fast_paths``. ``observer``, a :class:`ScoringObserver`.
+    the encoders tested); see ``fast_paths``. ``observer``, a :class:`ScoringObserver`.
     ``code_files``: the custom code (``trust_remote_code``) its encoder was built with, which
     ``save_pretrained`` copies into the folder.
     """
@@ -282,7 +282,7 @@ class LongDocModel(ObservedStages, nn.Module):
         return _per_document(pieces, plan, len(doc_ids))
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
-        """Writes ``model.safetensors`` (under transformers' names, see ``_weights``), the
+        """Writes ``model.safetensors`` (under transformers' names, see ``weights``), the
         tokenizer files and ``config.json`` (last, with the weights' checksum and the architecture
         the weights are)."""
         path = Path(path)

@@ -13,9 +13,10 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
+from ..aggregators.biencoder import SIMILARITIES  # the aggregator's own: the similarities it computes
+
 #: sentence-transformers' pooling modes and ours (heads.POOLINGS)
 _POOLINGS = {"cls": "cls", "cls_token": "cls", "mean": "mean", "mean_tokens": "mean", "lasttoken": "last"}
-SIMILARITIES = ("cosine", "dot")
 # the prompt names sentence-transformers' encode_document tries, in its order
 _DOCUMENT_PROMPTS = ("document", "passage", "corpus")
 

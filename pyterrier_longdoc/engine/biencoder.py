@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from ._batching import ChunkBatch
-from ._chunking import Chunking, SpecialLayout
-from ._model import LongDocModel, Scored, Tokens
+from .batching import ChunkBatch
+from .chunking import Chunking, SpecialLayout
+from .model import LongDocModel, Scored, Tokens
 
 
 # documents whose window embeddings inference keeps (the oldest dropped first): ~150 MB at width 384

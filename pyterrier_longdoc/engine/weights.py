@@ -15,8 +15,8 @@ from pathlib import Path
 
 from torch import nn
 
-from .aggregators.heads import POOLINGS, ClassifierHead
-from .aggregators.score import ScoreAggregator
+from ..aggregators.heads import POOLINGS, ClassifierHead
+from ..aggregators.score import ScoreAggregator
 
 
 def scores_windows(model: nn.Module) -> bool:
@@ -109,7 +109,7 @@ def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
     ``AutoModelForSequenceClassification`` load, scoring a (query, window) pair as the model does."""
     from transformers import AutoModelForSequenceClassification
 
-    from .aggregators.heads import join_sequence_classifier
+    from ..aggregators.heads import join_sequence_classifier
 
     head = getattr(model.aggregator, "head", None)
     if not isinstance(model.aggregator, ScoreAggregator) or not isinstance(head, ClassifierHead):

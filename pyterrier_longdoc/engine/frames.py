@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ._text import replace_lone_surrogates
+from .text import replace_lone_surrogates
 
 
 def require_frame(frame, name: str, columns: list[str]) -> pd.DataFrame:
@@ -65,7 +65,7 @@ def failed_setting_run(inp: pd.DataFrame, problem: str) -> pd.DataFrame:
     row per query (docno ``FAILED_SETTING_DOCNO``, score 0), so that ``pt.GridScan`` scores the
     setting 0 on every measure and ``pt.GridSearch`` finishes with a valid setting, rather than
     the whole grid stopping at the first such combination."""
-    from ._warn import warn
+    from .._warn import warn
 
     warn(f"{problem}. This setting scores no document: its run holds one placeholder row per query (docno "
          f"{FAILED_SETTING_DOCNO!r}), so pt.GridScan scores it 0 and pt.GridSearch picks a valid setting")

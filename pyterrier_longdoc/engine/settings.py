@@ -16,7 +16,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._chunking import CHUNK_SELECTIONS, CHUNKING_DEFAULTS, CHUNKING_SETTINGS, DISJOINT_SPLITS, Chunking
+from .chunking import CHUNKING_SETTINGS, Chunking, ChunkingSettings
 
 
 def setting(default: Any, doc: str, *, derived: bool = False):
@@ -27,35 +27,11 @@ def setting(default: Any, doc: str, *, derived: bool = False):
     return field(metadata={"doc": doc, "derived": derived}, **value)
 
 
-def chunk_setting(name: str, doc: str):
-    """A chunking field of the settings, with ``Chunking``'s default (written there only)."""
-    return setting(CHUNKING_DEFAULTS[name], doc)
-
-
 @dataclass(frozen=True)
-class ModelSettings:
-    """How every model reads a document (the chunking settings); a family's class adds its head's."""
+class ModelSettings(ChunkingSettings):
+    """How every model reads a document (the chunking settings, declared in ``ChunkingSettings``, the
+    engine's: their types allow None where the encoder resolves it); a family's class adds its head's."""
 
-    # the chunking fields: their defaults are Chunking's (one home), their types also allow None where
-    # the encoder resolves it
-    window: int | None = chunk_setting("window", "tokens per chunk; None fills the encoder input (max_length "
-                                                 "less the query and the special tokens: 477 for BERT)")
-    stride: int | None = chunk_setting("stride", "tokens between the starts of two chunks; None: disjoint chunks")
-    max_query_tokens: int | None = chunk_setting("max_query_tokens", "query tokens read, the rest cropped (None: as "
-                                                 "many as the model's query sequence holds; bi-encoders)")
-    max_doc_tokens: int = chunk_setting("max_doc_tokens", "document tokens read at most, the rest cropped")
-    max_chunks: int | None = chunk_setting("max_chunks", "chunks per document at most (None: no cap)")
-    chunk_selection: str = chunk_setting("chunk_selection",
-                                         f"which chunks ``max_chunks`` keeps: one of {CHUNK_SELECTIONS}")
-    max_length: int | None = chunk_setting("max_length", "tokens per encoder sequence (None: the encoder's own "
-                                                         "maximum)")
-    disjoint_split: str = chunk_setting("disjoint_split", f"how ``stride=None`` cuts a document: one of "
-                                                          f"{DISJOINT_SPLITS} (chunks of equal size, or full chunks "
-                                                          "but the last)")
-    query_prefix: str = chunk_setting("query_prefix", "text before the query (its tokens count as special tokens)")
-    doc_prefix: str = chunk_setting("doc_prefix", "text before every chunk (its tokens count as special tokens)")
-    append_eos: bool | None = chunk_setting("append_eos", "the tokenizer's EOS after the chunk; None: where the "
-                                                          "head reads the last token (decoder-only LMs)")
     gradient_checkpointing: bool = setting(False, "recompute the encoder's activations in the backward pass "
                                                   "instead of keeping them (training only): less memory for long "
                                                   "documents, for one more forward pass of the encoder a step")

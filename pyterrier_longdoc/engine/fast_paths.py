@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._kernel_caches import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: F401 (capped on import)
+from . import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: F401 (capped on import)
 
 BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
 

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
-from ._warn import warn
+from .._version import __version__
+from .._warn import warn
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"

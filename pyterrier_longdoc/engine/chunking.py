@@ -1,4 +1,4 @@
-"""Cut documents into the chunks a model reads (the ids come from ``_tokenization``).
+"""Cut documents into the chunks a model reads (the ids come from ``tokenization``).
 
 A chunk sequence is ``[CLS] q [SEP] chunk [SEP]`` (or whatever pair layout the tokenizer
 uses), token type 0 for the query part and 1 for the document part. Texts are tokenized
@@ -14,7 +14,6 @@ import numpy as np
 
 CHUNK_SELECTIONS = ("first", "first_last_even")
 DISJOINT_SPLITS = ("even", "fill")
-
 
 
 @dataclass(frozen=True)
@@ -93,11 +92,40 @@ def _find(seq: list[int], sub: list[int], start: int) -> int:
     return -1
 
 
+def _chunk_setting(default, doc: str):
+    """A chunking setting: its default and what it means (the metadata of ``settings.setting``)."""
+    return dataclasses.field(default=default, metadata={"doc": doc, "derived": False})
+
+
 @dataclass(frozen=True)
-class Chunking:
-    """How a model cuts a document into chunks; saved in ``config.json``. Its defaults are the
-    chunking settings' (``ModelSettings`` takes them from here), and a model's engine gets its
-    instance from the model's settings (``ModelSettings.chunking``).
+class ChunkingSettings:
+    """The chunking settings, declared once (name, type, default, meaning): every model's ``Settings``
+    extends them (``ModelSettings``), and the engine's :class:`Chunking` is the same fields, checked,
+    with ``max_length`` and ``max_query_tokens`` resolved against the encoder where a model leaves them
+    None (``ModelSettings.chunking``)."""
+
+    window: int | None = _chunk_setting(None, "tokens per chunk; None fills the encoder input (max_length less "
+                                              "the query and the special tokens: 477 for BERT)")
+    stride: int | None = _chunk_setting(None, "tokens between the starts of two chunks; None: disjoint chunks")
+    max_query_tokens: int | None = _chunk_setting(32, "query tokens read, the rest cropped (None: as many as the "
+                                                      "model's query sequence holds; bi-encoders)")
+    max_doc_tokens: int = _chunk_setting(1431, "document tokens read at most, the rest cropped")
+    max_chunks: int | None = _chunk_setting(None, "chunks per document at most (None: no cap)")
+    chunk_selection: str = _chunk_setting("first", f"which chunks ``max_chunks`` keeps: one of {CHUNK_SELECTIONS}")
+    max_length: int | None = _chunk_setting(512, "tokens per encoder sequence (None: the encoder's own maximum)")
+    disjoint_split: str = _chunk_setting("even", f"how ``stride=None`` cuts a document: one of {DISJOINT_SPLITS} "
+                                                 "(chunks of equal size, or full chunks but the last)")
+    query_prefix: str = _chunk_setting("", "text before the query (its tokens count as special tokens)")
+    doc_prefix: str = _chunk_setting("", "text before every chunk (its tokens count as special tokens)")
+    append_eos: bool | None = _chunk_setting(None, "the tokenizer's EOS after the chunk; None: where the head reads "
+                                                   "the last token (decoder-only LMs)")
+
+
+@dataclass(frozen=True)
+class Chunking(ChunkingSettings):
+    """How a model cuts a document into chunks: the chunking settings (:class:`ChunkingSettings`, whose
+    fields it is), checked, with ``max_length`` and ``max_query_tokens`` integers; a model's engine gets
+    its instance from the model's settings (``ModelSettings.chunking``).
 
     ``window=None`` fills the encoder input: ``max_length - max_query_tokens - special tokens``
     document tokens per chunk (477 for BERT). ``stride=None`` means disjoint chunks: with
@@ -112,18 +140,6 @@ class Chunking:
     last token (decoder-only LMs), as transformers' sequence classifiers of them were trained by
     Tevatron's ``--append_eos_token``.
     """
-
-    window: int | None = None
-    stride: int | None = None
-    max_query_tokens: int = 32
-    max_doc_tokens: int = 1431
-    max_chunks: int | None = None
-    chunk_selection: str = "first"
-    max_length: int = 512
-    disjoint_split: str = "even"
-    query_prefix: str = ""
-    doc_prefix: str = ""
-    append_eos: bool | None = None
 
     def __post_init__(self):
         if self.append_eos not in (None, True, False):
@@ -183,6 +199,6 @@ class Chunking:
 
 
 # the chunking settings every model has: the fields of its ``Settings`` that make its engine's ``Chunking``
-# (``ModelSettings.chunking``); their defaults are written here only
-CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(Chunking))
-CHUNKING_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Chunking)}
+# (``ModelSettings.chunking``), declared once, in ``ChunkingSettings``
+CHUNKING_SETTINGS = tuple(f.name for f in dataclasses.fields(ChunkingSettings))
+CHUNKING_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ChunkingSettings)}

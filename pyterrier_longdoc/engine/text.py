@@ -10,7 +10,7 @@ import copy
 import re
 from collections.abc import Callable, Sequence
 
-from ._warn import warn
+from .._warn import warn
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")

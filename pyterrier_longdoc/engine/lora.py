@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ._files import check_safetensors
+from .files import check_safetensors
 
 #: Tevatron's LoRA defaults (its lora_r, lora_alpha, lora_dropout), on every linear layer of the LM;
 #: the published RankLLaMA adapters use r=32 with the same alpha 64 (docs/guide/models.md)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from torch import nn
 
-from ._config import ModelConfig
-from ._files import check_safetensors
-from ._lora import adapter_folder, merged_adapter_model
-from ._warn import warn
+from .config import ModelConfig
+from .files import check_safetensors
+from .lora import adapter_folder, merged_adapter_model
+from .._warn import warn
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
@@ -191,6 +191,19 @@ def _config_class(model_type: str, settings: dict, trust_remote_code: bool, fold
     from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
     return get_class_from_dynamic_module(reference, str(folder), local_files_only=True)
+
+
+def aggregator_encoder(source: str | None, layers: int | None, config: dict | None) -> tuple[nn.Module, object]:
+    """PARADE PRETR's aggregator encoder (a head's ``load_encoder``) and its tokenizer: from ``config`` when
+    loading a saved model (its weights come from the model's safetensors; no tokenizer, None), else the
+    first ``layers`` layers of the pretrained ``source``."""
+    if config is not None:
+        return model_from_config(config, sequence_classifier=False), None
+    if source is None:
+        raise ValueError("init='pretrained' needs aggregator_model, a HuggingFace encoder (hub id or directory)")
+    loaded = load_pretrained(source, sequence_classifier=False,
+                             **({} if layers is None else {"num_hidden_layers": layers}))
+    return loaded.model, loaded.tokenizer
 
 
 def remote_code_files(model: nn.Module) -> list[str]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._chunking import Chunking, SpecialLayout
-from ._runtime_names import BATCHINGS as BATCHING_POLICIES
+from .chunking import Chunking, SpecialLayout
+from . import BATCHINGS as BATCHING_POLICIES
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Where and how a model runs: the Runtime (device, dtype, batch size and the engine options, each
-checked when set) and autocast dtypes (native bf16 detection). (The input frames are checked in ``_frames``.)"""
+checked when set) and autocast dtypes (native bf16 detection). (The input frames are checked in ``frames``.)"""
 from __future__ import annotations
 
 import ctypes
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from ._runtime_names import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
-from ._warn import warn
+from . import BATCH_SIZE, BATCHINGS, DTYPES  # noqa: F401 - DTYPES: the vocabulary
+from .._warn import warn
 
 # autocast dtypes by name; with "auto" and "int8", the dtype vocabulary of every entry point (models,
 # the passage stage, the demo, the command line)
@@ -47,7 +47,7 @@ class Runtime:
     batches of long sequences hold fewer of them; None: no cap. Engine options: ``batching`` (the
     batch policy), ``partial_last_layer`` and ``onednn_linears`` (the inference fast paths, where
     the encoder supports them; ``onednn_linears=None``, the default, takes oneDNN's linear kernels
-    where this CPU runs them faster than MKL's, see ``_fast_paths``).
+    where this CPU runs them faster than MKL's, see ``fast_paths``).
     """
 
     batch_size: int = BATCH_SIZE

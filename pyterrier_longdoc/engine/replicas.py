@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import torch
 
-from ._warn import warn
+from .._warn import warn
 
-from ._batching import ChunkBatch
-from ._model import LongDocModel
+from .batching import ChunkBatch
+from .model import LongDocModel
 
 
 class Replicas:
