@@ -77,10 +77,10 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
     The recipe's document stage trains without attention dropout where the library knows how to
     switch it off (BERT-style and Llama-style encoders; another encoder keeps its own, and the
     report says which: ``attention_dropout``).
-    The report: per stage its wall and CPU seconds, and the passage stage's number of triples
-    and first and last logged loss; the document stage's validation metric at the start, at its
-    best and at the end, what random orders of the validation candidates score (``random``,
-    ``random_p95``) and whether the best model was restored.
+    The report: per stage its wall and CPU seconds, and the passage stage's number of triples,
+    first and last logged loss and whether a complete stage was reused (``reused``); the document
+    stage's validation metric at the start, at its best and at the end, what random orders of the
+    validation candidates score (``random``, ``random_p95``) and whether the best model was restored.
     """
     from .passage import train_passage_ranker
 
@@ -102,7 +102,8 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
         if passages is None:
             passages = document_passage_triples(topics, qrels, candidates, text=text, seed=seed)
         stage, key = output_dir / "passage-stage", _passage_stage_key(backbone, passages, options)
-        if key is not None and not options.get("restart") and _complete_stage(stage, key):
+        reused = key is not None and not options.get("restart") and _complete_stage(stage, key)
+        if reused:
             print(f"train_long_document_ranker: the passage stage in {stage} is complete (the same backbone, triples "
                   "and options): reused, not trained again")
             warm_start = str(stage)
@@ -111,7 +112,7 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
             if key is not None:
                 (stage / PASSAGE_STAGE_KEY).write_text(key)
         report["passage stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
-                                   "triples": len(passages), **_passage_losses(warm_start)}
+                                   "triples": len(passages), "reused": reused, **_passage_losses(warm_start)}
     started, cpu = time.time(), time.process_time()
     options = {**({"dtype": dtype} if dtype else {}), **(model_options or {})}
     model = model_class(warm_start, **options)

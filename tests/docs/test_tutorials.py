@@ -185,11 +185,13 @@ def fake_demo_output(output, *, quick=False, models=("FirstP", "MaxP", "ParadeAt
     (output / "results.json").write_text(json.dumps({"quick": quick}))
 
 
-def test_notebook_1_needs_the_demos_trained_models_and_names_the_command(tmp_path, monkeypatch):
-    """Notebook 1 loads the models README's first command saved: without a full run's models it is not
-    started (in CI, which runs that command first, a skip fails); a quick run's or a partial folder is not one."""
+def test_notebooks_1_and_8_need_the_demos_output_and_name_the_command(tmp_path, monkeypatch):
+    """Notebook 1 loads the models README's first command saved, notebook 8 reuses its passage stage: without a
+    full run's models neither is started (in CI, which runs that command first, a skip fails); a quick run's or a
+    partial folder is not one."""
     monkeypatch.setattr(notebook_runner, "ROOT", tmp_path)
     assert "pyterrier-longdoc demo" in notebook_runner.missing_data("01_quickstart")
+    assert "pyterrier-longdoc demo" in notebook_runner.missing_data("08_parade_lab")
     fake_demo_output(tmp_path / "demo-output", quick=True)
     assert notebook_runner.missing_data("01_quickstart") is not None
     shutil.rmtree(tmp_path / "demo-output")

@@ -33,8 +33,9 @@ EXECUTED = ["08_parade_lab", "04_positional_bias", "05_comparing_models", "03_tr
 READ_THE_QUERY = ["01_quickstart", "03_training", "08_parade_lab"]
 # notebooks that read data a Debian package installs: name -> (dictionary, package)
 SYSTEM_DATA = {"07_biencoder_zero_shot": ("foldoc", "dict-foldoc")}
-# notebooks that load the models README's first command saved (CI runs it before the tests)
-NEEDS_THE_DEMO = ["01_quickstart"]
+# notebooks that load what README's first command saved (CI runs it before the tests): notebook 1 its models,
+# notebook 8 its passage stage (reused, not trained again)
+NEEDS_THE_DEMO = ["01_quickstart", "08_parade_lab"]
 KERNELS = 2
 
 _pool: ThreadPoolExecutor | None = None

@@ -154,8 +154,9 @@ def test_the_recipe_saves_the_trained_model_in_its_output_dir(tiny_bert, tmp_pat
     np.testing.assert_allclose(loaded.predict(PAIRS), model.predict(PAIRS), atol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit
-def test_running_a_finished_recipe_again_reuses_its_passage_stage(tiny_bert, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def trained(monkeypatch) -> list:
+    """The recipe at a toy size; the list gets an entry for each passage stage trained (not reused)."""
     import importlib
 
     from pyterrier_longdoc.training import passage
@@ -167,35 +168,30 @@ def test_running_a_finished_recipe_again_reuses_its_passage_stage(tiny_bert, tmp
     trained = []
     original = passage.train_passage_ranker
     monkeypatch.setattr(passage, "train_passage_ranker", lambda *args, **kwargs: trained.append(1) or original(*args, **kwargs))
+    return trained
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit
+def test_running_a_finished_recipe_again_reuses_its_passage_stage(tiny_bert, tmp_path, trained, capsys):
     topics, qrels, candidates = documents_task()
     run = dict(output_dir=tmp_path / "recipe", model_options=TOY_SETTINGS, dtype="fp32")
     train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run)
     assert len(trained) == 1 and "reused" not in capsys.readouterr().out
     _, report = train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run)
     assert len(trained) == 1 and "is complete" in capsys.readouterr().out
-    assert report["passage stage"]["triples"] > 0
+    assert report["passage stage"]["triples"] > 0 and report["passage stage"]["reused"]
     train_long_document_ranker(pl.FirstP, tiny_bert, topics, qrels, candidates, **run, seed=3)
     assert len(trained) == 2  # other options: trained again
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit
-def test_a_finished_passage_stage_is_known_by_its_backbones_files_not_their_folder(tiny_bert, tmp_path, monkeypatch,
+def test_a_finished_passage_stage_is_known_by_its_backbones_files_not_their_folder(tiny_bert, tmp_path, trained,
                                                                                     capsys):
     """A passage stage copied into another run's folder is reused where that run's backbone holds the same
     files in another folder (the tutorials' lab reuses the demo's so), and trained again where the backbone's
     weights differ in the same folder."""
-    import importlib
     import shutil
 
-    from pyterrier_longdoc.training import passage
-
-    recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
-    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)
-    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
-    monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
-    trained = []
-    original = passage.train_passage_ranker
-    monkeypatch.setattr(passage, "train_passage_ranker", lambda *args, **kwargs: trained.append(1) or original(*args, **kwargs))
     topics, qrels, candidates = documents_task()
     first, copy = tmp_path / "first-backbone", tmp_path / "copied-backbone"
     shutil.copytree(tiny_bert, first)
