@@ -35,7 +35,9 @@ def packaged_minilm(layers: int | None = None, directory: str | Path | None = No
     encoder.config.num_hidden_layers = layers
     directory = str(directory or tempfile.mkdtemp(prefix=f"minilm-{layers}-layers-"))
     encoder.save_pretrained(directory)
-    AutoTokenizer.from_pretrained(path).save_pretrained(directory)
+    # local_files_only said, not read from HF_HUB_OFFLINE: the tokenizer's saved config records it, and the copy
+    # must be the same files in every environment (the recipe knows a backbone by its files)
+    AutoTokenizer.from_pretrained(path, local_files_only=True).save_pretrained(directory)
     for name in ST_FILES:
         source = Path(path) / name
         if source.is_dir():

