@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..diagnostics import build_far_relevant, resolve_tokenizer
-from ..diagnostics._tokens import count_tokens
+from ._tokens import count_tokens, resolve_tokenizer
 from .collection import SplitCollection
 from .dictionaries import DictionaryTask, dictionary_task
+from .far_relevant import build_far_relevant
 
 __all__ = ["PROSE_FILE", "ProseCollection", "prose_collection", "prose_entries", "prose_task"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._tokens import char_to_token_span, resolve_tokenizer
+from ..data._tokens import char_to_token_span, resolve_tokenizer
 
 _TOKEN_COLUMNS = ["token_start", "token_end", "doc_tokens"]
 _SERIES = {"start": "first relevant passage: start", "end": "first relevant passage: end", "length": "relevant document length"}

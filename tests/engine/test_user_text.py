@@ -12,7 +12,7 @@ import torch
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.engine.chunking import SpecialLayout
 from pyterrier_longdoc.engine.tokenization import text_encoder
-from pyterrier_longdoc.diagnostics._tokens import HFTokenizer, count_tokens
+from pyterrier_longdoc.data._tokens import HFTokenizer, count_tokens
 from pyterrier_longdoc.wrap import LongDoc
 
 from helpers.tokenizer_families import FAMILIES, special_ids, tiny_tokenizer

@@ -29,8 +29,11 @@ FLOORS = {
     "demo": 11, "reproduce": 12, "cli": 13,
     # the shape every collection has and its text loader (pandas and PyTerrier only), which diagnostics build on
     "data/documents": 1, "data/collection": 2,
-    # the shipped prose as a FarRelevant collection: built from a data module (the dictionary task) and
-    # diagnostics (the FarRelevant builder), so above both, with the demo
+    # token offsets and the FarRelevant builder (on the collection's shape): below diagnostics, which shows them,
+    # and below the shipped prose, built with them
+    "data/_tokens": 1, "data/far_relevant": 3,
+    # the shipped prose as a FarRelevant collection: built from a data module (the dictionary task) and the
+    # FarRelevant builder, so above both, with the demo
     "data/prose": 11,
 }
 ENGINE = 9  # floors up to this one: engine/ and what is built on it (heads, training, the reranker, the models)
@@ -86,6 +89,19 @@ def test_imports_never_run_back_up():
             if name.startswith("__init__:") or (theirs is not None and theirs > mine):
                 upward.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert not upward, upward
+
+
+def test_no_two_subpackages_import_each_other():
+    # data/prose imported diagnostics (the FarRelevant builder) while diagnostics imported data (the collection's
+    # shape): each module had its floor, but the two folders formed a cycle
+    imports: dict[str, set[str]] = {}
+    for path in modules():
+        here = path.relative_to(PACKAGE).parts
+        if len(here) > 1:
+            imports.setdefault(here[0], set()).update(name.split("/")[0] for name in imported_modules(path))
+    both = sorted({tuple(sorted((a, b))) for a, used in imports.items() for b in used
+                   if b != a and a in imports.get(b, set())})
+    assert not both, both
 
 
 def test_units_on_one_floor_above_the_engine_import_none_of_each_other():

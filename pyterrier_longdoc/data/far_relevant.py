@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..engine.frames import numeric_column, require_frame, sort_results
 from ..engine.rng import keyed_rng
-from ..data.collection import InMemoryCollection
+from .collection import InMemoryCollection
 from .._warn import warn
 from ._tokens import Tokenizer, char_to_token_span, count_tokens, resolve_tokenizer
 
