@@ -38,6 +38,12 @@ def pytest_collection_finish(session):
         notebook_runner.start(names)
 
 
+def pytest_collection_modifyitems(items):
+    """The tests that wait for a notebook's run go last (a stable sort keeps the rest in order): the library's
+    tests then run while the kernels do, instead of after them, behind the first test that waits."""
+    items.sort(key=lambda item: getattr(item, "originalname", "") == "test_notebook_and_solutions_run")
+
+
 def pytest_sessionfinish(session):
     if "helpers.notebook_runner" in sys.modules:  # a session cut short leaves no kernel behind
         sys.modules["helpers.notebook_runner"].stop()

@@ -10,6 +10,9 @@ answers (benchmarks/results/tutorial-warm-start-answer-shaped-2026-11-27.md), so
 use the packaged MiniLM as a bi-encoder instead. It is trained ONCE and cached on disk, in a folder
 named after its settings (``benchmarks/tutorial_warm_start.py`` measures it).
 
+``demo_models()`` is where README's first command saved its trained models (notebook 1 loads them;
+notebook 8 reuses their passage stage); it runs that command first where they are missing.
+
 Cache folder: ``$PYTERRIER_LONGDOC_TUTORIALS_CACHE`` or ``~/.cache/pyterrier_longdoc/tutorials``.
 Precision: ``$PYTERRIER_LONGDOC_TUTORIALS_DTYPE`` (``fp32`` by default, so that every machine
 computes the same; ``bf16`` on CPUs with native bf16 gives the same conclusions, checked by the

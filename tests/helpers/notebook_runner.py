@@ -24,11 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "tutorials"
-# longest first, so the two kernels finish together (measured alone, one thread, solutions included:
-# about 620, 470, 270, 250, 240 and 50 s; notebooks 1 and 3: the CPU time of their saved runs; notebook 8,
-# the PARADE lab, trains three models: the longest)
-EXECUTED = ["08_parade_lab", "04_positional_bias", "05_comparing_models", "03_training", "07_biencoder_zero_shot",
-            "01_quickstart", "02_chunking"]
+# longest first, so the two kernels finish together (the CPU seconds of their saved runs, one thread: notebook 8,
+# the PARADE lab, which trains three models, about 855; 4 about 390 (470 with its solutions); 1 about 330; 5, 3 and
+# 7 about 270, 200 and 240; 2 about 25)
+EXECUTED = ["08_parade_lab", "04_positional_bias", "01_quickstart", "05_comparing_models", "03_training",
+            "07_biencoder_zero_shot", "02_chunking"]
 # notebooks whose models must read the query: each prints query_controls and asserts reads_the_query
 READ_THE_QUERY = ["01_quickstart", "03_training", "08_parade_lab"]
 # notebooks that read data a Debian package installs: name -> (dictionary, package)
