@@ -29,11 +29,11 @@ print(far_table.to_string(index=False))
 assert (far_256.candidates.groupby("qid").size() == 4).all()
 chance = sum(1 / k for k in range(1, 5)) / 4  # a random order of 4 candidates, one relevant: 0.52
 assert all(abs(rr(far_table, name) - chance) <= 0.12 for name in ("FirstP", "FirstP, 200 words"))
-assert rr(far_table, "MaxP") >= 0.95
+assert rr(far_table, "MaxP") >= 0.85
 # The relevant passage now starts anywhere from token 256 to near the end (1024 tokens). The FirstP
 # of 200 words (about 230 tokens) never reads it; the FirstP of 400 words reads it only when it
 # starts early, and then diluted in one embedding of 400 words: both stay near a random order of
-# 4 candidates (RR 0.52). MaxP ranks every relevant document first, as before.
+# 4 candidates (RR 0.52). MaxP stays far above both (RR 0.85 or more), as in the far variant above.
 
 # %% Exercise 3: FirstP's window on the near queries
 near = collection.near()
