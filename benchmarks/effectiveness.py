@@ -368,12 +368,9 @@ def score_with_controls(model, tests: dict[str, pd.DataFrame]) -> tuple[dict, li
     candidates = pd.concat(list(tests.values()), ignore_index=True)
     real = model(candidates)
     by_split = {split: reciprocal_ranks(real[real["qid"].isin(set(c["qid"]))]) for split, c in tests.items()}
-
-    def scorer(frame: pd.DataFrame) -> pd.DataFrame:  # the real queries' run is the one above: not scored twice
-        return real if frame["query"].equals(candidates["query"]) else model(frame)
-
     qrels = candidates.loc[candidates["label"] > 0, ["qid", "docno", "label"]]
-    table = query_controls(scorer, candidates, qrels, groups={split: c["qid"].unique() for split, c in tests.items()})
+    table = query_controls(model, candidates, qrels, groups={split: c["qid"].unique() for split, c in tests.items()},
+                           run=real)  # the real queries' run is the one above: not scored twice
     return by_split, table.to_dict("records")
 
 

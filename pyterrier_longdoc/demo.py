@@ -209,11 +209,7 @@ def scored_with_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, g
     again: no query can help a model that never reads the answer), the real query's run scored once."""
     real = model(candidates)
     read = candidates[candidates["qid"].isin({qid for qids in groups.values() for qid in qids})]
-
-    def scorer(frame: pd.DataFrame) -> pd.DataFrame:
-        return real if frame["query"].equals(read["query"]) else model(frame)
-
-    return real, query_controls(scorer, read, qrels, groups=groups)
+    return real, query_controls(model, read, qrels, groups=groups, run=real)
 
 
 def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame, dict]:

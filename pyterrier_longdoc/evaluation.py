@@ -374,7 +374,8 @@ CONTROLS = ("real query", "another query's text", "constant query", "random orde
 
 def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, groups: Mapping[str, Any] | None = None,
                    measure=None, constant_query: str = CONSTANT_QUERY, shuffles: int = 100, seed: int = 0,
-                   correction: str = "holm", listwise: bool | None = None) -> pd.DataFrame:
+                   correction: str = "holm", listwise: bool | None = None,
+                   run: pd.DataFrame | None = None) -> pd.DataFrame:
     """Does ``model`` read the query? Scores the same ``candidates`` (the frame ``model`` re-ranks:
     ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
     text, with the next query's text (queries in order of appearance, the last taking the first's),
@@ -395,6 +396,10 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
             (RankGPT): then a control scores each query's list whole, not each distinct pair once.
             None: the model's own ``listwise`` attribute (True on the library's listwise rankers),
             else False.
+        run: ``model``'s ranking of ``candidates`` with their own queries (``qid, docno, score``), where
+            it is scored already (the pipeline's output that ``pt.Experiment`` evaluated): the real
+            query's row reads it instead of scoring the candidates again. It must score every
+            (qid, docno) pair of ``candidates``; its other rows are ignored.
 
     Returns:
         One row per group and ranking (``CONTROLS``): ``group, ranking, queries``, the measure's mean,
@@ -423,9 +428,12 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
                "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-    values = pd.DataFrame({ranking: _values_per_query(
-        _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise),
-        qrels, measure).reindex(qids, fill_value=0.0) for ranking, query in queries.items()})
+    scored = {ranking: _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise)
+              for ranking, query in queries.items() if not (ranking == "real query" and run is not None)}
+    if run is not None:
+        scored["real query"] = _run_of_candidates(run, candidates)
+    values = pd.DataFrame({ranking: _values_per_query(scored[ranking], qrels, measure).reindex(qids, fill_value=0.0)
+                           for ranking in queries})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
     for group, members in (groups or {"all": qids}).items():
@@ -442,11 +450,25 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     return table
 
 
+def _run_of_candidates(run: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``run`` that score ``candidates``; a ValueError naming the pairs it does not score."""
+    _check_columns(run, ("qid", "docno", "score"), "run")
+    pairs = candidates[["qid", "docno"]]
+    scored = pairs.merge(run.assign(qid=run["qid"].astype(str))[["qid", "docno", "score"]].drop_duplicates(
+        ["qid", "docno"]), on=["qid", "docno"], how="left")
+    missing = scored[scored["score"].isna()]
+    if len(missing):
+        listed = ", ".join(f"({qid}, {docno})" for qid, docno in missing[["qid", "docno"]].head(5).itertuples(index=False))
+        raise ValueError(f"run has no score for {len(missing)} of the candidates' (qid, docno) pairs, e.g. {listed}: "
+                         "pass the model's run on these very candidates, or no run")
+    return scored
+
+
 def _scored_once(model, frame: pd.DataFrame, control: bool) -> pd.DataFrame:
     """``model``'s scores of ``frame`` (``qid, docno, score``); in a control, each distinct (query,
     docno) pair scored once: the constant query meets every document that several queries share
     (in the demo a third of the test candidates' rows) and would only get the same score again. The
-    real query's frame goes to ``model`` as it is (a caller may answer it with a run it has)."""
+    real query's frame goes to ``model`` as it is."""
     pairs = frame.drop_duplicates(["query", "docno"]) if control else frame
     if len(pairs) == len(frame):
         return model(frame)

@@ -49,6 +49,18 @@ def pytest_sessionfinish(session):
         sys.modules["helpers.notebook_runner"].stop()
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Where the suite's time goes: the CPU seconds of each notebook's run, beside the session's own."""
+    runner = sys.modules.get("helpers.notebook_runner")
+    if runner is not None and runner.cpu_seconds:  # POSIX only, as resource
+        import resource
+
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        listed = ", ".join(f"{name} {seconds:.0f}" for name, seconds in sorted(runner.cpu_seconds.items()))
+        terminalreporter.write_line(f"notebooks' CPU seconds (with their solutions): {listed}; "
+                                    f"pytest's own process {own.ru_utime + own.ru_stime:.0f}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     # in CI every dependency is installed, so a skipped test is a missing install step: fail it

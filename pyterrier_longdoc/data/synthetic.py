@@ -253,6 +253,8 @@ DEFAULT_NEGATIVES = ("scattered",)
 
 # BERT-style cross-encoders read 512 tokens; FirstP sees fewer document tokens than that.
 _MODEL_INPUT_TOKENS = 512
+# Sentences of an answer-shaped passage (each attribute's template has this many).
+_PASSAGE_SENTENCES = 4
 # Room after far_start for a passage and some filler.
 _FAR_ROOM_WORDS = 60
 _SLOT = re.compile(r"\{(\w+)\}")
@@ -273,37 +275,40 @@ def _n_tokens(sentence: str) -> int:
     return _n_words(sentence) + sentence.count(".") + sentence.count(",")
 
 
-def _passage(attribute: _Attribute, entity: dict[str, str], rng: random.Random) -> list[str]:
+def _passage(attribute: _Attribute, entity: dict[str, str], rng: random.Random, sentences: int) -> list[str]:
     bound = {**entity, "val": rng.choice(attribute.values)}
-    sentences = [_fill(t, rng, bound) for t in attribute.passage]
-    rng.shuffle(sentences)
-    return sentences
+    filled = [_fill(t, rng, bound) for t in attribute.passage]
+    rng.shuffle(filled)
+    return filled[:sentences]  # all four drawn and shuffled first: a shorter passage keeps the same stream
 
 
 def _blocks(
-    kind: str, attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random
+    kind: str, attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random,
+    sentences: int,
 ) -> list[list[str]]:
     """The sentence blocks a document of this kind places in its passage region."""
     if kind == "answer":
-        return [_passage(attribute, entity, rng)]
+        return [_passage(attribute, entity, rng, sentences)]
     if kind == "other_entity":
         other = {
             "obj": rng.choice([o for o in _OBJECTS if o != entity["obj"]]),
             "name": rng.choice([n for n in spare_names if n != entity["name"]]),
         }
-        return [_passage(attribute, other, rng)]
+        return [_passage(attribute, other, rng, sentences)]
     if kind == "other_attribute":
-        return [_passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), entity, rng)]
+        return [_passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), entity, rng, sentences)]
     if kind == "scattered":  # one block per sentence: the cue words, spread out, answering nothing
         return [[_fill(template, rng, entity)] for template in attribute.cues]
     return []  # no_passage
 
 
-def _decoy(attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random) -> list[str]:
+def _decoy(
+    attribute: _Attribute, entity: dict[str, str], spare_names: list[str], rng: random.Random, sentences: int
+) -> list[str]:
     """An answer-shaped passage that answers nothing asked: another attribute of another entity."""
     other = {"obj": rng.choice([o for o in _OBJECTS if o != entity["obj"]]),
              "name": rng.choice([n for n in spare_names if n != entity["name"]])}
-    return _passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), other, rng)
+    return _passage(rng.choice([a for a in _ATTRIBUTES if a is not attribute]), other, rng, sentences)
 
 
 def _document(
@@ -388,7 +393,7 @@ _OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word
 
 
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
-                negative_kinds, decoys) -> None:
+                negative_kinds, decoys, passage_sentences=_PASSAGE_SENTENCES) -> None:
     if n_queries <= 0:
         raise ValueError(f"n_queries must be positive, got {n_queries}")
     if n_queries > len(_NAMES) * len(_OBJECTS):
@@ -411,6 +416,8 @@ def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, 
         raise ValueError(f"near_limit ({near_limit}) must be below far_start ({far_start})")
     if not isinstance(decoys, int) or decoys < 0:
         raise ValueError(f"decoys must be a non-negative integer, got {decoys!r}")
+    if not isinstance(passage_sentences, int) or not 1 <= passage_sentences <= _PASSAGE_SENTENCES:
+        raise ValueError(f"passage_sentences must be an integer from 1 to {_PASSAGE_SENTENCES}, got {passage_sentences!r}")
     if not negative_kinds or set(negative_kinds) - set(NEGATIVE_KINDS):
         raise ValueError(f"negative_kinds must be a non-empty sequence of {', '.join(NEGATIVE_KINDS)}; got {negative_kinds!r}")
     low, high = doc_words
@@ -431,6 +438,7 @@ def make_collection(
     test_fraction: float = 0.25,
     negative_kinds: Sequence[str] = DEFAULT_NEGATIVES,
     decoys: int = 0,
+    passage_sentences: int = 4,
 ) -> SyntheticCollection:
     """Generates a deterministic long-document collection.
 
@@ -454,11 +462,15 @@ def make_collection(
             entity. With them, how many answer-like blocks a document holds says nothing of its
             relevance.
 
+        passage_sentences: sentences of each answer-shaped passage (the answer, the other_attribute and
+            other_entity negatives, the decoys), 1 to 4: a shorter answer is a smaller part of any
+            window that holds it, so a passage-level model finds it less easily.
+
     Raises:
         ValueError: naming the argument that is out of range.
     """
     _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
-                negative_kinds, decoys)
+                negative_kinds, decoys, passage_sentences)
     # the module's name before it moved into data/: the seeds keep drawing the same collections
     rng = random.Random(f"pyterrier_longdoc.synthetic:{seed}")
     width = len(str(n_queries))
@@ -477,10 +489,10 @@ def make_collection(
         for slot in range(docs_per_query):
             docno = f"d{i + 1:0{width}d}-{slot}"
             kind = "answer" if slot == relevant_slot else next(negatives)
-            blocks = _blocks(kind, attribute, entity, spare_names, qrng)
+            blocks = _blocks(kind, attribute, entity, spare_names, qrng, passage_sentences)
             first = blocks[0] if blocks else None
             if decoys:  # shuffled in, so that the answer is not always the first block
-                blocks += [_decoy(attribute, entity, spare_names, qrng) for _ in range(decoys)]
+                blocks += [_decoy(attribute, entity, spare_names, qrng, passage_sentences) for _ in range(decoys)]
                 qrng.shuffle(blocks)
             text, spans = _document(qrng, entity, blocks, position == "far", near_limit, far_start, doc_words)
             docs.append((docno, text))

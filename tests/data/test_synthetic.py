@@ -276,3 +276,23 @@ def test_decoys_make_every_document_hold_answer_shaped_passages():
     assert 0.2 < sum(answer_first) / len(answer_first) < 0.8
     with pytest.raises(ValueError, match="decoys"):
         make_collection(decoys=-1)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_passage_sentences_shortens_every_answer_shaped_passage(n):
+    """The answers and the other_attribute and other_entity negatives' passages hold n sentences of
+    their attribute's template (the scattered cues keep theirs); the answers' offsets frame exactly them."""
+    collection = make_collection(n_queries=30, negative_kinds=("other_entity", "other_attribute", "scattered"),
+                                 passage_sentences=n)
+    templates = [t for attribute in synthetic._ATTRIBUTES for t in attribute.passage]
+    passage_sentence = re.compile("|".join(re.sub(r"\\\{\w+\\\}", r"\\w+", re.escape(t)) for t in templates))
+    text = collection.docs.set_index("docno")["text"]
+    counts = text.map(lambda t: len(passage_sentence.findall(t)))
+    relevant = collection.qrels.set_index("docno")["label"].reindex(counts.index) == 1
+    assert (counts[relevant] == n).all()
+    assert set(counts[~relevant]) == {0, n}  # the scattered negatives hold no passage sentence, the others n
+    spans = [text[d][s:e] for d, s, e in collection.answers[["docno", "start_char", "end_char"]].itertuples(index=False)]
+    assert all(len(passage_sentence.findall(span)) == n for span in spans)
+    for bad in (0, 5, 2.0):
+        with pytest.raises(ValueError, match="passage_sentences"):
+            make_collection(passage_sentences=bad)

@@ -564,7 +564,7 @@ def test_comparing_models_checks_selection_against_the_start_and_the_ceiling():
 def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_relevant():
     """Notebook 4 shows its title's claim with a benchmark weighted as MS MARCO's positions, and its
     FarRelevant table has intervals and paired tests (against FirstP, and far against near), on hard
-    candidates, with no comparison drawn at the ceiling and MaxP below it there."""
+    candidates, with no comparison drawn at the ceiling and MaxP below it in every group."""
     shown = all_output_text("04_positional_bias")
     for words in ("near-biased benchmark", "gain over FirstP", "95% low", "p against FirstP (Holm)", "far - near",
                   "p (Holm)"):
@@ -578,9 +578,12 @@ def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_re
     assert float(highest) < 0.95
     assert re.search(r"its kernel used \d+ CPU seconds", shown)  # the run's cost, beside its time
     assert "retriever=" in sources  # FarRelevant's candidates: BM25's hard negatives, not random documents
-    # the headline MaxP (100-word windows) has room in FarRelevant: tested against FirstP in both variants
+    # the headline MaxP (100-word windows) has room in every group: tested against FirstP on section 3's near
+    # and far queries and in both FarRelevant variants
     assert len(re.findall(r"FarRelevant (?:near|far) +MaxP - FirstP", shown)) == 2
+    assert len(re.findall(r"^\d+ +(?:near|far) +MaxP - FirstP", shown, flags=re.M)) == 2
     assert 'table.loc[("far", "MaxP"), "p against FirstP (Holm)"] < 0.05' in sources
+    assert 'corrected["near", "MaxP - FirstP"] < 0.05' in sources
 
 
 def test_real_data_lab_corrects_every_test_as_one_family_and_asserts_the_controls():

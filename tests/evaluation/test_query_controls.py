@@ -197,3 +197,22 @@ def test_a_listwise_ranker_gets_each_query_s_whole_list_in_every_control(how):
         query_controls(counting, shared, qrels[~last].reset_index(drop=True), listwise=True)
     assert len([pair for pair in counting.scored if pair[0] == CONSTANT_QUERY]) == len(shared)
     assert RankGPT.listwise is True
+
+
+def test_a_run_given_is_the_real_querys_ranking_and_is_not_scored_again():
+    frame, qrels = candidates()
+    model = Counting()
+    run = model(frame)
+    model.scored.clear()
+    given = query_controls(model, frame, qrels, run=pd.concat([run, run.assign(qid="other")]))  # other rows ignored
+    assert {query for query, _ in model.scored} <= set(frame["query"]) | {CONSTANT_QUERY}
+    assert len(model.scored) == 2 * len(frame)  # the two controls only: the real query's ranking is the run's
+    assert sum(query == CONSTANT_QUERY for query, _ in model.scored) == len(frame)
+    pd.testing.assert_frame_equal(given, query_controls(Overlap(), frame, qrels))
+    changed = run.assign(score=np.where(run["docno"].str.endswith("-0"), 100.0, run["score"]))  # the run, not the model
+    real = query_controls(model, frame, qrels, run=changed).set_index("ranking").loc["real query", "RR"]
+    assert real == pytest.approx(np.mean([1.0 if i % 4 == 0 else 0.5 for i in range(N)]))
+    with pytest.raises(ValueError, match=r"run has no score for 4 of the candidates' \(qid, docno\) pairs, e\.g\. \(q0, d0-0\)"):
+        query_controls(model, frame, qrels, run=run[run["qid"] != "q0"])
+    with pytest.raises(ValueError, match=r"run lacks column\(s\) \['score'\]"):
+        query_controls(model, frame, qrels, run=run.drop(columns="score"))

@@ -24,10 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "tutorials"
-# longest first, so the two kernels finish together (the CPU seconds of their saved runs, one thread: notebook 8,
-# the PARADE lab, which trains three models, about 855; 4 about 390 (470 with its solutions); 1 about 330; 5, 3 and
-# 7 about 270, 200 and 240; 2 about 25)
-EXECUTED = ["08_parade_lab", "04_positional_bias", "01_quickstart", "05_comparing_models", "03_training",
+# longest first, so the two kernels finish together (CPU seconds on one thread, with the solutions; the suite's
+# summary lists each run's: notebook 8, the PARADE lab, which trains three models, about 900; 4 about 670; 1 about
+# 350; 3, 5 and 7 about 220, 160 and 60; 2 about 25)
+EXECUTED = ["08_parade_lab", "04_positional_bias", "01_quickstart", "03_training", "05_comparing_models",
             "07_biencoder_zero_shot", "02_chunking"]
 # notebooks whose models must read the query: each prints query_controls and asserts reads_the_query
 READ_THE_QUERY = ["01_quickstart", "03_training", "08_parade_lab"]
@@ -42,6 +42,8 @@ _pool: ThreadPoolExecutor | None = None
 _runs: dict[str, Future] = {}
 _processes: set[subprocess.Popen] = set()
 _stopped = False
+cpu_seconds: dict[str, float] = {}  # notebook -> CPU seconds of its run (the script and its kernel), as it ends
+_CPU_LINE = "notebook CPU seconds: "
 
 
 def solution_cells(name) -> list[str]:
@@ -117,11 +119,13 @@ def _execute_in_a_process(name):
 
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"{name}.ipynb"
-        _check_call([sys.executable, __file__, name, str(out)], f"notebook {name}")
+        output = _check_call([sys.executable, __file__, name, str(out)], f"notebook {name}")
+        if _CPU_LINE in output:
+            cpu_seconds[name] = float(output.rsplit(_CPU_LINE, 1)[1].split()[0])
         return nbformat.read(out, as_version=4)
 
 
-def _check_call(command, what: str) -> None:
+def _check_call(command, what: str) -> str:
     if _stopped:
         raise RuntimeError(f"{what}: the test session ended first")
     # one torch thread per process: two kernels and pytest share the 2 cores
@@ -135,6 +139,15 @@ def _check_call(command, what: str) -> None:
         _processes.discard(process)
     if process.returncode:
         raise AssertionError(f"{what} failed (exit status {process.returncode}):\n{output[-6000:]}")
+    return output
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its ended children (the notebook's kernel, once shut down)."""
+    import resource  # POSIX only: where it is missing the summary lists no notebook
+
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 if __name__ == "__main__":
@@ -142,3 +155,5 @@ if __name__ == "__main__":
     import nbformat
 
     nbformat.write(run_with_solutions(notebook_name, timeout=1800), destination)
+    if os.name == "posix":
+        print(f"{_CPU_LINE}{_cpu_seconds():.0f}")  # what the suite's summary lists per notebook

@@ -37,6 +37,7 @@ assert rr(far_table, "MaxP") >= 0.85
 
 # %% Exercise 3: FirstP's window on the near queries
 near = collection.near()
+texts = collection.docs.set_index("docno")["text"]
 windows = {f"first {words} words": LongDoc(similarity, aggregation="first", window_words=words, stride_words=words)
            for words in (100, 200, 400)}
 print(pt.Experiment([candidates >> ranker for ranker in windows.values()], near.topics, near.qrels, [RR],
@@ -65,8 +66,9 @@ moved_table = pt.Experiment([model(moved) for model in models.values()], near.to
                             names=list(models), round=3).set_index("name")["RR"]
 print(moved_table.to_string())
 assert 0.3 <= readable <= 0.8  # documents of 600-700 words: a random place is often still in the first 400
-assert random_rr + 0.05 <= moved_table["FirstP"] <= rr(near_table, "FirstP")  # worse, far from chance
+assert moved_table["FirstP"] <= rr(near_table, "FirstP") - 0.1  # FirstP loses much
 assert moved_table["MaxP"] >= rr(near_table, "MaxP") - 0.1  # MaxP scores every window: it loses little
 # The moved answers sit anywhere in their 600-700-word documents; about half still end within the
-# 400 words FirstP reads, so FirstP keeps those and guesses on the rest: its RR falls, but stays well
-# above a random order (about 0.7, not chance). MaxP, which scores every window, loses little.
+# 400 words FirstP reads, and there one embedding of 400 words dilutes them, as on the near queries;
+# the rest it never reads. Its RR falls by 0.1 or more (to about a random order's 0.52 in the saved
+# run). MaxP, which scores every window, loses little.
