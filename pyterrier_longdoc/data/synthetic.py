@@ -393,7 +393,7 @@ _OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word
 
 
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
-                negative_kinds, decoys, passage_sentences=_PASSAGE_SENTENCES) -> None:
+                negative_kinds, decoys, passage_sentences) -> None:
     if n_queries <= 0:
         raise ValueError(f"n_queries must be positive, got {n_queries}")
     if n_queries > len(_NAMES) * len(_OBJECTS):
@@ -461,7 +461,6 @@ def make_collection(
             included, in the same region as its answer: each answers another attribute of another
             entity. With them, how many answer-like blocks a document holds says nothing of its
             relevance.
-
         passage_sentences: sentences of each answer-shaped passage (the answer, the other_attribute and
             other_entity negatives, the decoys), 1 to 4: a shorter answer is a smaller part of any
             window that holds it, so a passage-level model finds it less easily.
