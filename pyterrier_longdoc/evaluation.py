@@ -428,12 +428,14 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
                "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-    scored = {ranking: _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise)
-              for ranking, query in queries.items() if not (ranking == "real query" and run is not None)}
-    if run is not None:
-        scored["real query"] = _run_of_candidates(run, candidates)
-    values = pd.DataFrame({ranking: _values_per_query(scored[ranking], qrels, measure).reindex(qids, fill_value=0.0)
-                           for ranking in queries})
+
+    def scored(ranking, query) -> pd.DataFrame:
+        if ranking == "real query" and run is not None:
+            return _run_of_candidates(run, candidates)
+        return _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise)
+
+    values = pd.DataFrame({ranking: _values_per_query(scored(ranking, query), qrels, measure).reindex(qids, fill_value=0.0)
+                           for ranking, query in queries.items()})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
     for group, members in (groups or {"all": qids}).items():

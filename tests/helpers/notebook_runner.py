@@ -144,7 +144,7 @@ def _check_call(command, what: str) -> str:
 
 def _cpu_seconds() -> float:
     """CPU seconds of this process and of its ended children (the notebook's kernel, once shut down)."""
-    import resource  # POSIX only: where it is missing the summary lists no notebook
+    import resource  # POSIX only: the caller checks
 
     return sum(usage.ru_utime + usage.ru_stime
                for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
