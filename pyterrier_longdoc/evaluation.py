@@ -375,7 +375,7 @@ CONTROLS = ("real query", "another query's text", "constant query", "random orde
 def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, groups: Mapping[str, Any] | None = None,
                    measure=None, constant_query: str = CONSTANT_QUERY, shuffles: int = 100, seed: int = 0,
                    correction: str = "holm", listwise: bool | None = None,
-                   run: pd.DataFrame | None = None) -> pd.DataFrame:
+                   run: pd.DataFrame | None = None, runs: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Does ``model`` read the query? Scores the same ``candidates`` (the frame ``model`` re-ranks:
     ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
     text, with the next query's text (queries in order of appearance, the last taking the first's),
@@ -400,6 +400,8 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
             it is scored already (the pipeline's output that ``pt.Experiment`` evaluated): the real
             query's row reads it instead of scoring the candidates again. It must score every
             (qid, docno) pair of ``candidates``; its other rows are ignored.
+        runs: every ranking's run, as :func:`control_runs` gives them (or runs made from them, such as
+            their fusion with the first stage): nothing is scored, and ``model`` is not called.
 
     Returns:
         One row per group and ranking (``CONTROLS``): ``group, ranking, queries``, the measure's mean,
@@ -411,7 +413,6 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     from pyterrier.measures import RR
 
     measure = RR if measure is None else measure
-    listwise = bool(getattr(model, "listwise", False)) if listwise is None else listwise
     name = str(measure)
     columns = ["group", "ranking", "queries", name, "difference", "p-value", "p-value corrected"]
     _check_columns(candidates, ("qid", "query", "docno"), "candidates")
@@ -424,18 +425,11 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     topics = candidates[["qid", "query"]].drop_duplicates("qid")
     if len(topics) < 2:
         raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
-    following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
-    queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
-               "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-
-    def scored(ranking, query) -> pd.DataFrame:
-        if ranking == "real query" and run is not None:
-            return _run_of_candidates(run, candidates)
-        return _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise)
-
-    values = pd.DataFrame({ranking: _values_per_query(scored(ranking, query), qrels, measure).reindex(qids, fill_value=0.0)
-                           for ranking, query in queries.items()})
+    if runs is None:
+        runs = control_runs(model, candidates, constant_query=constant_query, listwise=listwise, run=run)
+    values = pd.DataFrame({ranking: _values_per_query(_run_of_candidates(runs[ranking], candidates), qrels, measure)
+                           .reindex(qids, fill_value=0.0) for ranking in CONTROLS[:3]})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
     for group, members in (groups or {"all": qids}).items():
@@ -450,6 +444,21 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     table["p-value corrected"] = np.nan
     table.loc[tested, "p-value corrected"] = correct_pvalues(table.loc[tested, "p-value"], correction)[1]
     return table
+
+
+def control_runs(model, candidates: pd.DataFrame, *, constant_query: str = CONSTANT_QUERY,
+                 listwise: bool | None = None, run: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """``model``'s runs (``qid, docno, score``) of ``candidates`` with each query's own text (``run`` where it is
+    scored already), with the next query's text, and with ``constant_query``: what :func:`query_controls`
+    evaluates (its ``runs``), for a caller that also derives runs from them (fusion with the first stage)."""
+    listwise = bool(getattr(model, "listwise", False)) if listwise is None else listwise
+    candidates = candidates.assign(qid=candidates["qid"].astype(str))
+    topics = candidates[["qid", "query"]].drop_duplicates("qid")
+    following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
+    queries = {"another query's text": candidates["qid"].map(following), "constant query": constant_query}
+    real = _run_of_candidates(run, candidates) if run is not None else model(candidates)
+    return {"real query": real, **{ranking: _scored_once(model, candidates.assign(query=query), not listwise)
+                                   for ranking, query in queries.items()}}
 
 
 def _run_of_candidates(run: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
