@@ -428,11 +428,12 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     qrels = qrels.assign(qid=qrels["qid"].astype(str))
     if candidates["qid"].nunique() < 2:
         raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
+    given_qids = set(candidates["qid"])
     candidates = _judged_queries(candidates, qrels)
     _warn_normal_form_twins(candidates, qrels)
     topics = candidates[["qid", "query"]].drop_duplicates("qid")
     qids = pd.Index(topics["qid"])
-    members = _group_members(groups or {"all": qids}, qids, candidates, qrels)
+    members = _group_members(groups or {"all": qids}, qids, given_qids, _unscorable_queries(candidates, qrels))
     following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
     queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
                "constant query": constant_query}
@@ -476,20 +477,20 @@ def _judged_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFra
     return candidates[judged]
 
 
-def _group_members(groups: Mapping[str, Any], qids: pd.Index, candidates: pd.DataFrame,
-                   qrels: pd.DataFrame) -> dict[str, set[str]]:
+def _group_members(groups: Mapping[str, Any], qids: pd.Index, candidate_qids: set[str],
+                   unscorable: dict[str, str]) -> dict[str, set[str]]:
     """Each group's qids among ``qids`` (the queries evaluated), checked before anything is scored: a
-    group of no query, of one, or of queries whose every ranking scores alike (one candidate, or no
-    relevant document among them) gives no p-value, so no verdict: a ValueError says which and why."""
+    group of no query, of one, or of ``unscorable`` queries only gives no p-value, so no verdict: a
+    ValueError says which and why. Qids not among ``candidate_qids`` are named in a warning (those of
+    the candidates left out for lacking qrels were named already)."""
     from ._warn import warn
 
-    unscorable = _unscorable_queries(candidates, qrels)
-    known = set(candidates["qid"])  # the queries left out for lacking qrels were named already
     members = {}
     for group, given in groups.items():
         given = list(dict.fromkeys(str(q) for q in given))
-        chosen = [q for q in qids if q in set(given)]
-        foreign = [q for q in given if q not in known and q not in set(qids)]
+        wanted = set(given)
+        chosen = [q for q in qids if q in wanted]
+        foreign = [q for q in given if q not in candidate_qids]
         if not chosen:
             raise ValueError(f"query_controls: group {group!r} names no query of the candidates: {_some(given)}")
         if foreign:
@@ -508,7 +509,8 @@ def _group_members(groups: Mapping[str, Any], qids: pd.Index, candidates: pd.Dat
 
 
 def _unscorable_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, str]:
-    """The queries whose every order of candidates scores alike, with why."""
+    """The queries whose every order of candidates scores alike (one candidate, or no relevant document
+    among them), with why."""
     relevant = qrels[pd.to_numeric(qrels["label"], errors="coerce") > 0]
     pairs = pd.MultiIndex.from_arrays([relevant["qid"], relevant["docno"].astype(str)])
     found = pd.MultiIndex.from_arrays([candidates["qid"], candidates["docno"].astype(str)]).isin(pairs)

@@ -1,6 +1,7 @@
 """query_controls: a ranker that reads the query passes, one that ranks by an answer's shape fails;
 the controls' values, paired tests and the random order against hand-computed ones."""
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -146,8 +147,6 @@ def test_a_relevant_docno_in_another_unicode_normal_form_is_named():
 
 
 def test_matching_docnos_give_no_normal_form_warning():
-    import warnings
-
     frame, qrels = candidates()
     qrels = pd.concat([qrels, pd.DataFrame({"qid": ["q0"], "docno": ["never-retrieved"], "label": [1]})])
     with warnings.catch_warnings():
@@ -233,6 +232,10 @@ def test_queries_without_qrels_are_left_out_with_a_warning_as_pt_experiment_does
     experiment = pt.Experiment([run], frame[["qid", "query"]].drop_duplicates(), qrels, [RR])
     real = table.set_index("ranking").loc["real query"]
     assert real["RR"] == pytest.approx(experiment["RR"].iloc[0]) and real["queries"] == N - 2
+    with warnings.catch_warnings(record=True) as caught:  # a group naming them: no second warning
+        warnings.simplefilter("always")
+        query_controls(Overlap(), frame, qrels, groups={"some": ["q1", "q2", "q3"]})
+    assert len([w for w in caught if issubclass(w.category, pl.LongDocWarning)]) == 1
     with pytest.raises(ValueError, match="no query of the candidates has qrels"):
         query_controls(Overlap(), frame, qrels.assign(qid="elsewhere"))
 
