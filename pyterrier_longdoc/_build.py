@@ -99,11 +99,9 @@ def _checked_settings(cls, merged: dict, given: dict, saved: ModelConfig | None,
             return {k: v for k, v in merged.items() if k != name} | (
                 {name: cls.defaults[name]} if name in cls.defaults else {})
 
-        at_fault = [k for k in stored if _settings_work(cls, without(k), given)]
-        named = ", ".join(f"{k!r} = {stored[k]!r}" for k in at_fault)
-        setting = f"the saved setting{'s' if len(at_fault) > 1 else ''} {named}" if at_fault else "its settings"
-        raise type(error)(f"{path / CONFIG_NAME}: {setting} do{'es' * (len(at_fault) == 1)} not load: "
-                          f"{error}") from None
+        at_fault = ", ".join(f"{k!r} = {stored[k]!r}" for k in stored if _settings_work(cls, without(k), given))
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+            f"{path / CONFIG_NAME}: its saved settings do not load{f' ({at_fault})' if at_fault else ''}: {error}") from None
 
 
 def _settings_work(cls, settings: dict, given: dict | None = None) -> bool:

@@ -515,8 +515,8 @@ def _unscorable_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> dict[s
     pairs = pd.MultiIndex.from_arrays([relevant["qid"], relevant["docno"].astype(str)])
     found = pd.MultiIndex.from_arrays([candidates["qid"], candidates["docno"].astype(str)]).isin(pairs)
     per_query = candidates.assign(found=found).groupby("qid", sort=False).agg(
-        rows=("docno", "nunique"), found=("found", "any"))
-    one = per_query.index[per_query["rows"] < 2]
+        docnos=("docno", "nunique"), found=("found", "any"))
+    one = per_query.index[per_query["docnos"] < 2]
     unfound = per_query.index[~per_query["found"]]
     return {**{q: "no relevant document among its candidates" for q in unfound}, **{q: "one candidate" for q in one}}
 
