@@ -9,7 +9,8 @@ import pytest
 
 import pyterrier_longdoc
 import pyterrier_longdoc as pl
-from pyterrier_longdoc.cli import build_parser, main, parse_settings, read_documents, read_qrels, read_run, read_topics
+from pyterrier_longdoc.cli import (CliError, build_parser, main, parse_settings, read_documents, read_qrels, read_run,
+                                   read_topics, write_run)
 
 from helpers.cross_encoders import write_cross_encoder
 
@@ -416,18 +417,15 @@ def scored(qids, docnos):
 
 
 @pytest.mark.parametrize("column", ["qid", "docno"])
-@pytest.mark.parametrize("character", SEPARATORS.values(), ids=SEPARATORS)
-def test_the_run_writer_refuses_ids_holding_whitespace(column, character, tmp_path):
-    from pyterrier_longdoc.cli import CliError, write_run
-
+@pytest.mark.parametrize("name", SEPARATORS)
+def test_the_run_writer_refuses_ids_holding_whitespace(column, name, tmp_path):
     ids = {"qid": ["q1", "q1", "q1"], "docno": ["d1", "d2", "d3"]}
-    ids[column][1] = f"{ids[column][1]}{character}x"
+    ids[column][1] += f"{SEPARATORS[name]}x"
     out = tmp_path / "out.run"
-    shown = re.escape(repr(ids[column][1]))
-    with pytest.raises(CliError, match=rf"--output {re.escape(str(out))}: not written: {column} {shown} of row 1 "
-                                       rf"\(qid {re.escape(repr(ids['qid'][1]))}, docno {re.escape(repr(ids['docno'][1]))}\) "
-                                       rf"holds a {list(SEPARATORS)[list(SEPARATORS.values()).index(character)]} "
-                                       rf"\(U\+{ord(character):04X}\)"):
+    row = rf"row 1 \(qid {re.escape(repr(ids['qid'][1]))}, docno {re.escape(repr(ids['docno'][1]))}\)"
+    with pytest.raises(CliError, match=rf"--output {re.escape(str(out))}: not written: {column} "
+                                       rf"{re.escape(repr(ids[column][1]))} of {row} holds a {name} "
+                                       rf"\(U\+{ord(SEPARATORS[name]):04X}\): a TREC run separates its columns"):
         write_run(scored(ids["qid"], ids["docno"]), str(out), "run")
     assert not out.exists()
 
@@ -438,8 +436,6 @@ def test_a_written_run_reads_back_with_read_run_and_ir_measures(tmp_path):
     import ir_measures
     import numpy as np
 
-    from pyterrier_longdoc.cli import write_run
-
     frame = scored(['q"1', "q#2", "q,3"], ['d"1', "caf\u00e9", "d'3"]).astype({"score": np.float32})
     frame.loc[0, "score"] = 0.1234567
     out = tmp_path / "out.run"
@@ -449,8 +445,6 @@ def test_a_written_run_reads_back_with_read_run_and_ir_measures(tmp_path):
     assert back["score"].tolist() == pytest.approx(frame["score"].tolist()) and back["rank"].tolist() == [1, 2, 3]
     measured = [(d.query_id, d.doc_id, d.score) for d in ir_measures.read_trec_run(str(out))]
     assert measured == list(zip(back["qid"], back["docno"], back["score"]))
-    from pyterrier_longdoc.cli import CliError
-
     with pytest.raises(CliError, match=r"--name 'my run' holds a space \(U\+0020\)"):
         write_run(frame, str(out), "my run")
     with pytest.raises(CliError, match=r"not written: score nan of row 2 \(qid 'q,3', docno \"d'3\"\) is not finite"):
@@ -466,18 +460,19 @@ def test_topics_with_a_qid_holding_whitespace_are_refused_by_line(character, tre
             trec_files["run"], "--docs", trec_files["docs"], "--output", str(tmp_path / "out.run")]
     assert cli_error(argv, capsys).startswith(f"error: {topics}:2: qid {f'q{character}2'!r} holds a ")
     argv[argv.index("--topics") + 1] = trec_files["topics"]
-    assert cli_error([*argv, "--name", f"my{character}run"], capsys).startswith(f"error: --name {f'my{character}run'!r} holds a ")
+    name = f"my{character}run"
+    assert cli_error([*argv, "--name", name], capsys).startswith(f"error: --name {name!r} holds a ")
     assert not (tmp_path / "out.run").exists()
 
 
-@pytest.mark.parametrize("character", SEPARATORS.values(), ids=SEPARATORS)
-def test_rerank_refuses_candidates_whose_docnos_hold_whitespace_before_scoring(character, trec_files, cross_encoder,
-                                                                             tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("name", SEPARATORS)
+def test_rerank_refuses_candidates_whose_docnos_hold_whitespace_before_scoring(name, trec_files, cross_encoder, tmp_path,
+                                                                             monkeypatch, capsys):
     """An index's docnos are the index's (a Lucene or PISA index may hold any): one that a run line
     cannot hold stops the command before the model loads, naming the index and the row."""
     from pyterrier_longdoc import cli
 
-    first_stage = cli.first_stage
+    character, first_stage = SEPARATORS[name], cli.first_stage
 
     def index_with_odd_docnos(args, topics, run_path, topics_path):
         candidates = first_stage(args, topics, run_path, topics_path)
@@ -491,5 +486,5 @@ def test_rerank_refuses_candidates_whose_docnos_hold_whitespace_before_scoring(c
             "--output", str(tmp_path / "out.run")]
     shown = re.escape(repr(f"q2{character}d1"))
     assert re.match(rf"error: {re.escape(trec_files['run'])}: docno {shown} of row 4 \(qid 'q2', docno {shown}\) "
-                    rf"holds a .*: a TREC run separates its columns by whitespace", cli_error(argv, capsys))
+                    rf"holds a {name} .*: a TREC run separates its columns by whitespace", cli_error(argv, capsys))
     assert not (tmp_path / "out.run").exists()
