@@ -492,7 +492,8 @@ def _group_members(groups: Mapping[str, Any], qids: pd.Index, candidate_qids: se
         chosen = [q for q in qids if q in wanted]
         foreign = [q for q in given if q not in candidate_qids]
         if not chosen:
-            raise ValueError(f"query_controls: group {group!r} names no query of the candidates: {_some(given)}")
+            raise ValueError(f"query_controls: group {group!r} names no query of the candidates that has qrels: "
+                             f"{_some(given)}")
         if foreign:
             warn(f"query_controls: group {group!r}: {len(foreign)} of its {len(given)} qids "
                  f"{'is not a query' if len(foreign) == 1 else 'are not queries'} of the candidates, left out: "

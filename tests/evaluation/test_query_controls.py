@@ -236,6 +236,9 @@ def test_queries_without_qrels_are_left_out_with_a_warning_as_pt_experiment_does
         warnings.simplefilter("always")
         query_controls(Overlap(), frame, qrels, groups={"some": ["q1", "q2", "q3"]})
     assert len([w for w in caught if issubclass(w.category, pl.LongDocWarning)]) == 1
+    with pytest.warns(pl.LongDocWarning, match="2 of 60 queries have no qrels"), pytest.raises(
+            ValueError, match=r"group 'unjudged' names no query of the candidates that has qrels: \['q3', 'q7'\]"):
+        query_controls(Overlap(), frame, qrels, groups={"judged": ["q1", "q2"], "unjudged": ["q3", "q7"]})
     with pytest.raises(ValueError, match="no query of the candidates has qrels"):
         query_controls(Overlap(), frame, qrels.assign(qid="elsewhere"))
 
@@ -266,7 +269,7 @@ def test_queries_that_no_order_can_tell_apart_are_named_instead_of_nan():
 
 def test_a_group_naming_qids_that_are_not_candidates_is_named():
     frame, qrels = candidates()
-    with pytest.raises(ValueError, match=r"group 'far' names no query of the candidates: \['x1', 'x2'\]"):
+    with pytest.raises(ValueError, match=r"group 'far' names no query of the candidates that has qrels: \['x1', 'x2'\]"):
         query_controls(Overlap(), frame, qrels, groups={"near": ["q0", "q1"], "far": ["x1", "x2"]})
     with pytest.warns(pl.LongDocWarning, match=r"group 'near': 1 of its 3 qids is not a query of the candidates, "
                                                r"left out: \['x1'\]"):
