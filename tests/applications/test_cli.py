@@ -488,3 +488,14 @@ def test_rerank_refuses_candidates_whose_docnos_hold_whitespace_before_scoring(n
     assert re.match(rf"error: {re.escape(trec_files['run'])}: docno {shown} of row 4 \(qid 'q2', docno {shown}\) "
                     rf"holds a {name} .*: a TREC run separates its columns by whitespace", cli_error(argv, capsys))
     assert not (tmp_path / "out.run").exists()
+
+
+def test_a_saved_model_with_a_setting_that_does_not_load_names_its_config(trec_files, cross_encoder, tmp_path, capsys):
+    saved = tmp_path / "maxp"
+    pl.MaxP(cross_encoder, window=12, stride=6, max_length=48, max_query_tokens=8).save_pretrained(saved)
+    config = json.loads((saved / "config.json").read_text())
+    config["pyterrier_longdoc"]["settings"]["window"] = "wide"
+    (saved / "config.json").write_text(json.dumps(config))
+    argv = ["rerank", "--model", str(saved), *common(trec_files), "--output", str(tmp_path / "out.run")]
+    assert cli_error(argv, capsys) == (f"error: {saved / 'config.json'}: its saved settings do not load ('window' = "
+                                       "'wide'): MaxPSettings: window must be a positive integer or None, got 'wide'")
