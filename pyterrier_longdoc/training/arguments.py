@@ -8,6 +8,7 @@ fields marked ``identity`` define a checkpoint's identity: resuming with another
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ class TrainingArguments:
     the end the best model by ``valid_metric`` is restored (the start included, so training never
     ends below its start on validation), and ``patience`` evaluations without improvement stop
     training early.
+
+    ``given`` names the fields the caller set (the constructor's arguments, ``from_options``'
+    names, ``replace``'s changes): a model's own ``fit_options`` (e.g. the LLM classes' LoRA
+    rate) still apply to the others when these arguments are passed to its ``fit``.
     """
 
     epochs: int = _identity(1)
@@ -104,7 +109,9 @@ class TrainingArguments:
 
     def replace(self, **changes) -> TrainingArguments:
         check_option_names(changes, "training options", data=False)
-        return dataclasses.replace(self, **changes)
+        replaced = dataclasses.replace(self, **changes)
+        replaced.given = self.given | frozenset(changes)
+        return replaced
 
     def identity(self) -> dict:
         """The settings a checkpoint records: resuming with other values is refused."""
@@ -117,6 +124,21 @@ class TrainingArguments:
                 continue  # not recorded by older versions while at its default
             out[f.name] = str(value) if f.name == "loss" else value
         return out
+
+
+_FIELDS_INIT = TrainingArguments.__init__
+
+
+def _init_recording_given(self, *args, **kwargs) -> None:
+    """The dataclass's ``__init__``, recording which fields the caller set (``given``)."""
+    _FIELDS_INIT(self, *args, **kwargs)
+    names = [f.name for f in dataclasses.fields(TrainingArguments)]
+    self.given = frozenset(names[:len(args)]) | frozenset(kwargs)
+
+
+_init_recording_given.__signature__ = inspect.signature(_FIELDS_INIT)
+_init_recording_given.__doc__ = _FIELDS_INIT.__doc__
+TrainingArguments.__init__ = _init_recording_given
 
 
 def fit_option_defaults(data: bool = True) -> dict[str, Any]:
