@@ -13,7 +13,8 @@ from .comparison import compare, load_results
 from .costs import gpu_hours, plan
 from .published import PublishedCell, published_cell, published_cells
 from .registry import PAPERS, ROWS, Cell, Column, FirstStage, Paper, Recipe, Row, find_rows, with_recipe
-from .run import run_row, write_results
+from .results import write_results
+from .run import run_row
 from .sources import Sources
 
 __all__ = ["PAPERS", "ROWS", "Cell", "Column", "FirstStage", "Paper", "PublishedCell", "Recipe", "Row", "Sources",

@@ -57,7 +57,7 @@ def _zero_shot(column: Column) -> Column:
 _COLUMNS = {
     ("boytsov2022", 4): (MSMARCO_DEV, DL_2019, DL_2020, DL_2021, DL_POOLED, ROBUST04_TITLE, ROBUST04_DESC),
     ("positional-bias", 1): (MSMARCO_DEV, DL_POOLED, ROBUST04_TITLE, ROBUST04_DESC),
-    ("positional-bias", 2): (LONGEMBED_NEEDLE, LONGEMBED_PASSKEY),
+    ("positional-bias", 2): (MSMARCO_DEV, DL_POOLED, FAR_ZERO_SHOT, FAR_FINE_TUNED, LONGEMBED_NEEDLE, LONGEMBED_PASSKEY),
     ("positional-bias", 4): (FAR_ZERO_SHOT, FAR_FINE_TUNED),
     ("positional-bias", 5): (DL_2019, DL_2020, DL_2021),
 }
