@@ -419,6 +419,9 @@ def _add_reproduce(commands) -> None:
                            help="a TREC run instead of BM25 for a column (or the training collection's id)")
     reproduce.add_argument("--max-queries", type=int, help="cap every collection's queries: a smoke run, not comparable")
     reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the row's)")
+    reproduce.add_argument("--fold-validation", action="store_true",
+                           help="Robust04: train on three folds and keep the best epoch on a fourth (the library's "
+                                "split; default: the papers', the other four folds and no validation)")
     reproduce.add_argument("--passage-steps", type=int, help="run the library's passage stage first, this many steps "
                            "(not the papers' recipe)")
     _add_device_options(reproduce)
@@ -603,6 +606,8 @@ def _reproduce(args) -> int:
     for row in rows:
         if args.seeds:
             row = with_recipe(row, seeds=tuple(args.seeds))
+        if args.fold_validation:
+            row = with_recipe(row, fold_validation=True)
         if args.passage_steps and row.recipe.warm_start == "none":
             row = with_recipe(row, warm_start="passage stage", passage_steps=args.passage_steps)
         folder = Path(args.output) / f"{row.paper.key}-table{row.table}-{row.name}"

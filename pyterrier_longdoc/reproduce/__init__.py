@@ -9,7 +9,7 @@
 - ``run``: a row end to end, and its results file (published beside measured, per seed);
 - ``comparison``: results files against the published values, with the seeds' spread.
 """
-from .comparison import compare, load_results
+from .comparison import compare, interval, load_results, row_passes
 from .costs import gpu_hours, plan
 from .published import PublishedCell, published_cell, published_cells
 from .registry import PAPERS, ROWS, Cell, Column, FirstStage, Paper, Recipe, Row, find_rows, with_recipe
@@ -18,5 +18,6 @@ from .run import run_row
 from .sources import Sources
 
 __all__ = ["PAPERS", "ROWS", "Cell", "Column", "FirstStage", "Paper", "PublishedCell", "Recipe", "Row", "Sources",
-           "compare", "find_rows", "gpu_hours", "load_results", "plan", "published_cell", "published_cells", "run_row",
+           "compare", "find_rows", "gpu_hours", "interval", "load_results", "plan", "published_cell", "published_cells",
+           "row_passes", "run_row",
            "with_recipe", "write_results"]

@@ -16,6 +16,20 @@ simulation). A "no" says the difference is larger than seed-to-seed variation ex
 a real difference of setup or data (the departures a row's plan lists, such as the first stage,
 predict some), not which of the two is right. One seed has no spread: no verdict.
 """
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .registry import find_rows
+from .results import departures, not_comparable_line
+
+__all__ = ["compare", "interval", "load_results", "row_passes"]
+
+ROUNDING = 0.0005  # the papers print three decimals
+
+
 def load_results(paths) -> list[dict]:
     """The results of every ``results.json`` given, or found under a given folder; a
     ``ValueError`` names a path with none, or a file that is not a results file."""
@@ -50,9 +64,9 @@ LEVEL = 0.95  # the share of a faithful reproduction's cells (or rows) that pass
 PAPER_SEEDS = 3  # the papers average three seeds
 
 
-def interval(published: float, values: list[float], level: float = LEVEL) -> tuple[float, float] | None:
-    """Where the published value lies for ``level`` of faithful reproductions measuring ``values``
-    (None for fewer than two seeds)."""
+def interval(values: list[float], level: float = LEVEL) -> tuple[float, float] | None:
+    """Where the published value lies for ``level`` of faithful reproductions whose seeds measured
+    ``values`` (None for fewer than two seeds)."""
     from scipy.stats import t
 
     n = len(values)
@@ -65,7 +79,7 @@ def interval(published: float, values: list[float], level: float = LEVEL) -> tup
 
 
 def _verdict(published: float, values: list[float], level: float) -> tuple[bool | None, str]:
-    bounds = interval(published, values, level)
+    bounds = interval(values, level)
     if bounds is None:
         return None, "one seed: no spread"
     inside = bounds[0] <= published <= bounds[1]

@@ -23,7 +23,7 @@ import math
 from .published import PAPER_NAMES, SIGNIFICANCE
 from .schema import Column, Row
 
-__all__ = ["plan", "gpu_hours", "GPUS"]
+__all__ = ["GPUS", "epoch_hours", "gpu_hours", "plan", "rows_table"]
 
 # corpus: (download GB, disk GB with ir_datasets' docstore and a PISA index, queries of the training set)
 CORPORA = {
@@ -97,15 +97,20 @@ def _training(row: Row) -> str:
         return "  training: none (zero-shot)"
     start = ("from the backbone, heads discarded" if recipe.warm_start == "none" else
              f"after the library's passage stage ({recipe.passage_steps} steps; not the papers')")
-    return (f"  training: {recipe.train_collection} {start}, {recipe.train_queries or 'all judged'} queries, "
-            f"{recipe.epochs} epoch(s), {recipe.negatives} hard negative(s) from the top {recipe.train_depth}, "
+    documents = (f"de-biased (segments of about {recipe.shuffled_segment_words} words shuffled), "
+                 if recipe.shuffled_segment_words else "")
+    return (f"  training: {recipe.train_collection} {start}, {documents}{recipe.train_queries or 'all judged'} "
+            f"queries, {recipe.epochs} epoch(s), {recipe.negatives} hard negative(s) from the library's BM25 top "
+            f"{recipe.train_depth} (PyTerrier-PISA over the plain documents; the papers': their first stage's), "
             f"lr {recipe.lr:g} (head {recipe.head_lr:g}), {recipe.queries_per_step} queries a step, "
-            f"warm-up {recipe.warmup:.0%}, seeds {list(recipe.seeds)}")
+            f"warm-up {recipe.warmup:.0%}, {recipe.dtype or 'mixed precision on CUDA'}, seeds {list(recipe.seeds)}")
 
 
 def _column_line(row: Row, cell) -> str:
     c, recipe = cell.column, row.recipe
-    tuned = (f", fine-tuned on each of {len(c.folds)} folds for {recipe.fold_epochs} short epochs"
+    split = ("three training folds and a validation fold (the library's split)" if recipe.fold_validation else
+             "the other four folds, no validation (the papers' split)")
+    tuned = (f", fine-tuned for each of {len(c.folds)} test folds on {split} for {recipe.fold_epochs} short epochs"
              if c.training == "folds" else
              f", fine-tuned on {recipe.fine_tune_queries} queries" if c.training == "farrelevant" else "")
     stage = "every document of its length" if c.first_stage.kind == "all" else \
@@ -136,4 +141,17 @@ def plan(row: Row) -> str:
     lines.append(f"  GPU-hours (rough, on {GPUS}): about {hours['total']:.0f} for {len(recipe.seeds)} seeds "
                  f"(a seed: passage stage {hours['passage']:.1f}, training {hours['train']:.1f}, "
                  f"fine-tuning {hours['fine_tune']:.1f}, test runs {hours['test']:.1f})")
+    return "\n".join(lines)
+
+
+def rows_table(rows: list[Row]) -> str:
+    """The rows of one table as the guide lists them: name, the paper's name, model, published
+    values in column order ("none": unreadable) and GPU-hours of all seeds."""
+    lines = ["Columns: " + ", ".join(c.name for c in rows[0].columns) + ".", "",
+             "| row (`--row`) | the paper's name | model (backbone) | published | GPU-hours, all seeds (rough) |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        published = ", ".join("none" if c.published is None else c.published_text for c in row.cells)
+        lines.append(f"| `{row.name}` | {row.label} | `{row.model}` ({row.backbone}) | {published} | "
+                     f"{gpu_hours(row)['total']:.0f} |")
     return "\n".join(lines)

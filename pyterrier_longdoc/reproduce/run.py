@@ -82,7 +82,7 @@ def _measure(row: Row, column: Column, model, saved: Path, sources: Sources, see
     if column.collection == "farrelevant":
         return _far_relevant(row, column, model, saved, sources, seed, model_options, tokenizer)
     if column.collection.startswith("longembed-"):
-        return _longembed(column, model, sources)
+        return _longembed(column, model, sources, tokenizer)
     if column.training == "folds":
         return _folds(row, column, saved, sources, seed, model_options)
     if column.parts:  # the papers pool the years' queries: a query-weighted mean of the years' values
@@ -98,14 +98,22 @@ def _test_run(column: Column, model, sources: Sources, collection: str, irds_id:
     return run_metric(model(test.text(candidates)), test.topics, test.qrels, column.metric), len(test.topics)
 
 
-def _longembed(column: Column, model, sources: Sources) -> float:
-    """LongEmbed's task, generated offline: every query ranks the documents of its length."""
-    from ..data.longembed import make_longembed_task
+def _longembed(column: Column, model, sources: Sources, tokenizer: str) -> float:
+    """LongEmbed's task, generated offline in the backbone's tokens: every query ranks the
+    documents of its length."""
+    from ..data.longembed import LENGTHS, make_longembed_task
     from .columns import LONGEMBED_QUERIES_PER_LENGTH
 
     per_length = min(x for x in (LONGEMBED_QUERIES_PER_LENGTH, sources.max_queries) if x)
-    task = make_longembed_task(column.collection.removeprefix("longembed-"), queries_per_length=per_length)
-    return run_metric(model(task.candidates()), task.topics, task.qrels, column.metric)
+    task = make_longembed_task(column.collection.removeprefix("longembed-"), queries_per_length=per_length,
+                               tokenizer=tokenizer)
+    # the paper extrapolates its chunk-and-aggregate models to read LongEmbed's documents whole
+    cropped_at = model.get_parameter("max_doc_tokens")
+    model.set_parameter("max_doc_tokens", max(LENGTHS))
+    try:
+        return run_metric(model(task.candidates()), task.topics, task.qrels, column.metric)
+    finally:
+        model.set_parameter("max_doc_tokens", cropped_at)
 
 
 def _fine_tuned(row: Row, saved: Path, seed: int, model_options: dict):
