@@ -40,7 +40,8 @@ FIRSTP_EPOCH_HOURS, LONGFORMER_EPOCH_HOURS = 6.0, 24.0  # Boytsov et al. 2022, s
 SCORING_SPEED_UP = 3.0  # documents scored an hour against documents trained on an hour
 LLM_FACTOR = 1.27  # calibrated: TinyLLAMA's rows sum to about 400 A6000-hours (the positional-bias paper)
 TINYLLAMA_HOURS = 400.0
-GPUS = "A10 or RTX 3090 GPUs (A6000 for TinyLLAMA), as the positional-bias paper"
+GPUS = ("A10 or RTX 3090 GPUs (A6000 for TinyLLAMA), calibrated to the papers: 6 to 24 hours an MS MARCO epoch "
+        "(Boytsov et al. 2022), about 400 A6000-hours for TinyLLAMA (positional-bias paper)")
 WINDOWED = 6  # 150-token windows over 1431 tokens (MaxP, PARADE)
 # LongP: Longformer costs about 1.5x PARADE Attn (Boytsov et al. 2022)
 SEQUENCES = {"firstp": 1, "avgp": 3, "longp": WINDOWED * 1.5, "cedr_knrm": 3, "cedr_pacrr": 3, "cedr_drmm": 3,
