@@ -254,14 +254,16 @@ def test_a_row_runs_end_to_end_from_the_command_line(standins, backbones, tmp_pa
     ("boytsov2022", 4, "parade-attn", slice(3)), ("positional-bias", 1, "cedr-knrm", slice(2)),
     ("boytsov2022", 4, "parade-transf-pretr-q", slice(1)), ("positional-bias", 4, "longformer", slice(None)),
     ("positional-bias", 4, "tinyllama-longp", slice(1)), ("positional-bias", 2, "firstp-electra", slice(-2, None)),
-    ("positional-bias", 2, "cedr-knrm-debiased", slice(1)), ("positional-bias", 1, "e5-longp", slice(1))])
+    ("positional-bias", 2, "cedr-knrm-debiased", slice(1)), ("positional-bias", 1, "e5-longp", slice(1)),
+    ("positional-bias", 1, "firstp-mosaic", slice(1))])
 def test_one_row_of_each_model_family_runs_end_to_end(paper, table, name, columns, standins, backbones, tmp_path):
     row = with_recipe(find_rows(paper, table, name)[0], seeds=(0,))
     row = dataclasses.replace(row, cells=row.cells[columns])
     sources = Sources(tmp_path, standins, max_queries=6)
     run_row(row, tmp_path, sources, backbone=_backbone(row, backbones), passage_steps=2,
             model_options=_local(row, backbones), log=lambda _: None)
-    assert _check_results(tmp_path, row, _backbone(row, backbones))["row"] == name
+    results = _check_results(tmp_path, row, _backbone(row, backbones))
+    assert results["row"] == name and results["options"]["dtype"] == row.recipe.dtype  # MOSAIC: fp32
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
