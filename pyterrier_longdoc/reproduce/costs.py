@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from ..data.longembed import LENGTHS
 from .published import PAPER_NAMES, SIGNIFICANCE
 from .schema import Column, Row
 
@@ -43,6 +44,7 @@ TINYLLAMA_HOURS = 400.0
 GPUS = ("A10 or RTX 3090 GPUs (A6000 for TinyLLAMA), calibrated to the papers: 6 to 24 hours an MS MARCO epoch "
         "(Boytsov et al. 2022), about 400 A6000-hours for TinyLLAMA (positional-bias paper)")
 WINDOWED = 6  # 150-token windows over 1431 tokens (MaxP, PARADE)
+LONGEMBED_MEAN_TOKENS = sum(LENGTHS) / len(LENGTHS)
 # LongP: Longformer costs about 1.5x PARADE Attn (Boytsov et al. 2022)
 SEQUENCES = {"firstp": 1, "avgp": 3, "longp": WINDOWED * 1.5, "cedr_knrm": 3, "cedr_pacrr": 3, "cedr_drmm": 3,
              "neural_model1": 3, "biencoder_firstp": 1, "biencoder_longp": 3}
@@ -53,6 +55,8 @@ def epoch_hours(row: Row) -> float:
     sequences per document (an LLM: ``LLM_FACTOR`` times its encoder-sized cost)."""
     model = row.model.removeprefix("llm_")
     sequences = SEQUENCES.get(model, WINDOWED)
+    if not model.endswith("firstp"):  # a model that reads further (de-biased: 8109 tokens) reads more sequences
+        sequences *= row.model_settings.get("max_doc_tokens", 1431) / 1431
     hours = FIRSTP_EPOCH_HOURS + (LONGFORMER_EPOCH_HOURS - FIRSTP_EPOCH_HOURS) * (sequences - 1) / (
         SEQUENCES["longp"] - 1)
     return hours * (LLM_FACTOR if row.model.startswith("llm_") else 1)
@@ -78,7 +82,10 @@ def gpu_hours(row: Row) -> dict[str, float]:
         if column.training == "folds":  # fine-tuning and testing on the five folds: about one MS MARCO epoch
             fine_tune += epoch
             continue
-        test += _test_queries(column) * column.first_stage.depth * per_document / SCORING_SPEED_UP
+        # LongEmbed's documents are read whole: 8,160 tokens on average over its lengths
+        longer = LONGEMBED_MEAN_TOKENS / row.model_settings.get("max_doc_tokens", 1431) \
+            if column.collection.startswith("longembed-") and not row.model.endswith("firstp") else 1
+        test += _test_queries(column) * column.first_stage.depth * per_document * longer / SCORING_SPEED_UP
         if column.training == "farrelevant":
             fine_tune += recipe.fine_tune_queries * recipe.fine_tune_epochs * 2 * per_document
     stages = dict(passage=passage, train=train, fine_tune=fine_tune, test=test)

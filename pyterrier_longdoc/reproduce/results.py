@@ -24,7 +24,8 @@ def run_options(row: Row, sources, backbone: str | None, warm_start: str | None,
     """Every option of a run that can change what it measures."""
     recipe = row.recipe
     return {"backbone": backbone, "warm_start": warm_start,
-            "passage_steps": (passage_steps or recipe.passage_steps) if recipe.warm_start == "passage stage" else None,
+            "passage_steps": (passage_steps or recipe.passage_steps)
+            if recipe.warm_start == "passage stage" and not warm_start else None,
             "dtype": model_options.get("dtype"), "datasets": dict(sources.datasets), "runs": dict(sources.runs),
             "max_queries": sources.max_queries, "fold_validation": recipe.fold_validation,
             "seeds": list(recipe.seeds)}

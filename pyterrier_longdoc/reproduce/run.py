@@ -131,18 +131,15 @@ def _folds(row: Row, column: Column, saved: Path, sources: Sources, seed: int, m
         data = sources.collection(column.collection, column.irds_ids[0], fold, column.folds)
         train, valid = data.split("train"), data.split("valid")
         model = _fine_tuned(row, saved, seed, model_options)
+        train_candidates, valid_candidates = (sources.candidates(s, column.name, depth) for s in (train, valid))
+        args = TrainingArguments(**row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth))
         if row.recipe.fold_validation:
-            args = row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth, valid_metric=column.metric)
-            model.fit(train.topics, train.qrels, valid.topics, valid.qrels, text=data.text,
-                      candidates=sources.candidates(train, column.name, depth),
-                      valid_candidates=sources.candidates(valid, column.name, depth), args=TrainingArguments(**args))
+            model.fit(train.topics, train.qrels, valid.topics, valid.qrels, text=data.text, candidates=train_candidates,
+                      valid_candidates=valid_candidates, args=args.replace(valid_metric=column.metric))
         else:
-            args = row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth)
-            candidates = pd.concat([sources.candidates(train, column.name, depth),
-                                    sources.candidates(valid, column.name, depth)], ignore_index=True)
             model.fit(pd.concat([train.topics, valid.topics], ignore_index=True),
                       pd.concat([train.qrels, valid.qrels], ignore_index=True), text=data.text,
-                      candidates=candidates, args=TrainingArguments(**args))
+                      candidates=pd.concat([train_candidates, valid_candidates], ignore_index=True), args=args)
         runs.append(model(data.text(sources.candidates(data, column.name, depth))))
         topics.append(data.topics)
         qrels.append(data.qrels)
