@@ -409,7 +409,7 @@ def _add_reproduce(commands) -> None:
     reproduce.add_argument("--plan", action="store_true", help="print the published values, downloads, disk and "
                            "rough GPU-hours, run nothing")
     reproduce.add_argument("--compare", nargs="+", metavar="RESULTS", help="results.json files or folders: published "
-                           "against measured, with the difference and the seeds' spread")
+                           "against measured, the difference and whether the seeds' variation explains it (95%%)")
     reproduce.add_argument("--output", default="reproduce-output", help="one folder per row, with results.json/.md")
     reproduce.add_argument("--backbone", help="a local copy of the row's encoder, instead of its hub id")
     reproduce.add_argument("--warm-start", help="a trained passage cross-encoder to start from (skips the passage stage)")

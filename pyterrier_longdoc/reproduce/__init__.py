@@ -4,10 +4,13 @@
   first stage, recipe, metric, published value with its marks and source, notes on where the
   library departs from the paper): ``schema`` (the record types), ``columns``, ``rows``;
 - ``published``: the papers' printed cells (``published.csv``);
-- ``costs`` (``plan``): what a row downloads, stores and roughly costs, before it starts;
+- ``costs`` (``plan``): what a row downloads, stores and roughly costs (calibrated to the
+  papers' figures), before it starts;
 - ``sources``: the collections, BM25 candidates and FarRelevant collections a row reads;
-- ``run``: a row end to end, and its results file (published beside measured, per seed);
-- ``comparison``: results files against the published values, with the seeds' spread.
+- ``run``: a row end to end; ``results``: its results file (published beside measured, per
+  seed, with every option that decides whether it is comparable);
+- ``comparison``: results files against the published values, with an interval that a faithful
+  reproduction passes for 95% of its cells.
 """
 from .comparison import compare, interval, load_results, row_passes
 from .costs import gpu_hours, plan

@@ -76,7 +76,7 @@ class Sources:
         return self._indexes[docs_id].bm25(num_results=depth)
 
     def far_relevant(self, column: Column, split: str, max_queries: int | None, seed: int, tokenizer=None):
-        """The FarRelevant collection (``far`` variant) of the test (dev) or training queries,
+        """The FarRelevant collection (``far`` variant) of the test (dev/small) or training queries,
         with BM25's candidates over its documents (the relevant document always among them);
         positions counted in ``tokenizer``'s tokens (a hub id or a local path; None: words)."""
         from ..diagnostics import build_far_relevant, load_passage_collection
