@@ -179,6 +179,10 @@ def test_table_2_has_both_halves_and_table_4_reads_its_fine_tuned_cells():
     assert [(c.published, c.sig) for c in table2["cedr-knrm-debiased"].cells][:3] == [
         (0.269, "a"), (0.503, "a"), (0.202, "a")]
     assert table2["parade-transf-rand-electra-debiased"].model_settings["layers"] == 2
+    for name, row in table2.items():  # the original half repeats Tables 1 and 4
+        if not row.recipe.shuffled_segment_words:
+            repeated = find_rows("positional-bias", 1, name)[0].cells[:2] + find_rows("positional-bias", 4, name)[0].cells
+            assert [c.published for c in row.cells[:4]] == [c.published for c in repeated], name
     assert find_rows("positional-bias", 4, "cedr-knrm")[0].cells[1].published == 0.382
     assert find_rows("positional-bias", 4, "parade-transf-rand-electra")[0].cells[1].published == 0.432
 
