@@ -396,7 +396,7 @@ def _faithful_seeds(rng, cells: int, seeds: int, sd: float = 0.01):
 
 
 def test_a_faithful_reproduction_passes_at_the_stated_rate():
-    # the old test (the published value inside our seeds' min-max) passed 66-75% of a faithful
+    # the old test (the published value inside our seeds' min-max) passes 66% of a faithful three-seed
     # reproduction's cells; the interval passes 95% of cells, and 95% of whole rows at the Bonferroni level
     import numpy as np
 
@@ -409,7 +409,7 @@ def test_a_faithful_reproduction_passes_at_the_stated_rate():
                   ((p, interval(list(m))) for p, m in zip(published, measured.T))]
         assert 0.935 <= np.mean(inside) <= 0.965, (seeds, np.mean(inside))
         old = np.mean([m.min() - 0.0005 <= p <= m.max() + 0.0005 for p, m in zip(published, measured.T)])
-        assert seeds != 3 or old < 0.8
+        assert seeds != 3 or 0.64 <= old <= 0.68  # the guide's 66%
     rows = []
     for _ in range(600):  # rows of seven cells (Boytsov et al. 2022's Table 4), three seeds
         published, measured = _faithful_seeds(rng, 7, 3)
