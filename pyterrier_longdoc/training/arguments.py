@@ -8,7 +8,7 @@ fields marked ``identity`` define a checkpoint's identity: resuming with another
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -29,6 +29,20 @@ def _identity(default, *, since: str | None = None, **kwargs):
     return field(default=default, metadata={"identity": True, "since": since}, **kwargs)
 
 
+def _recording_given(cls):
+    """A dataclass whose ``__init__`` also records which fields its caller set (``given``)."""
+    fields_init = cls.__init__
+
+    @functools.wraps(fields_init)
+    def __init__(self, *args, **kwargs) -> None:
+        fields_init(self, *args, **kwargs)
+        self.given = frozenset([f.name for f in dataclasses.fields(cls)][:len(args)]) | frozenset(kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_recording_given
 @dataclass
 class TrainingArguments:
     """Settings of ``fit`` (see :func:`pyterrier_longdoc.training.fit` for what each does).
@@ -124,21 +138,6 @@ class TrainingArguments:
                 continue  # not recorded by older versions while at its default
             out[f.name] = str(value) if f.name == "loss" else value
         return out
-
-
-_FIELDS_INIT = TrainingArguments.__init__
-
-
-def _init_recording_given(self, *args, **kwargs) -> None:
-    """The dataclass's ``__init__``, recording which fields the caller set (``given``)."""
-    _FIELDS_INIT(self, *args, **kwargs)
-    names = [f.name for f in dataclasses.fields(TrainingArguments)]
-    self.given = frozenset(names[:len(args)]) | frozenset(kwargs)
-
-
-_init_recording_given.__signature__ = inspect.signature(_FIELDS_INIT)
-_init_recording_given.__doc__ = _FIELDS_INIT.__doc__
-TrainingArguments.__init__ = _init_recording_given
 
 
 def fit_option_defaults(data: bool = True) -> dict[str, Any]:
