@@ -429,3 +429,27 @@ def test_compare_and_reproduce_name_bad_input(tmp_path, capsys):
     assert "no results.json there" in capsys.readouterr().err
     assert main(["reproduce"]) == 2
     assert "needs a PAPER" in capsys.readouterr().err
+
+
+def test_longembed_documents_are_read_whole_in_the_backbones_tokens(backbones, tmp_path):
+    # the paper extrapolates its chunk-and-aggregate models to LongEmbed's 32,768-token documents
+    from pyterrier_longdoc.reproduce import run
+    from pyterrier_longdoc.reproduce.columns import LONGEMBED_PASSKEY
+
+    class Recorder:
+        settings = {"max_doc_tokens": 1431}
+        seen: list = []
+
+        def get_parameter(self, name):
+            return self.settings[name]
+
+        def set_parameter(self, name, value):
+            self.settings = {**self.settings, name: value}
+
+        def __call__(self, frame):
+            self.seen.append(self.settings["max_doc_tokens"])
+            return frame.assign(score=[-len(t) for t in frame["text"]])
+
+    model = Recorder()
+    value = run._longembed(LONGEMBED_PASSKEY, model, Sources(tmp_path, max_queries=1), backbones["bert"])
+    assert 0 <= value <= 1 and model.seen == [32768] and model.get_parameter("max_doc_tokens") == 1431
