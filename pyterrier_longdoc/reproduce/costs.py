@@ -110,7 +110,8 @@ def _training(row: Row) -> str:
     return (f"  training: {recipe.train_collection} {start}, {documents}{recipe.train_queries or 'all judged'} "
             f"queries, {recipe.epochs} epoch(s), {recipe.negatives} hard negative(s) from the library's BM25 top "
             f"{recipe.train_depth} (PyTerrier-PISA over the plain documents; the papers': their first stage's), "
-            f"lr {recipe.lr:g} (head {recipe.head_lr:g}), {recipe.queries_per_step} queries a step, "
+            f"lr {recipe.lr:g} (head {recipe.head_lr:g}, both times {recipe.epoch_lr_decay:g} after each epoch), "
+            f"{recipe.queries_per_step} queries a step, "
             f"warm-up {recipe.warmup:.0%}, {recipe.dtype or 'mixed precision on CUDA'}, seeds {list(recipe.seeds)}")
 
 

@@ -65,8 +65,7 @@ _CONFIG_CHECKPOINT = ("checkpoint {}: the paper's text names none; the authors' 
 _E5_CHECKPOINT = (f"checkpoint {_E5_4K}: an assumption (the E5-4K of LongEmbed, Zhu et al. 2024); neither the paper "
                   "nor the authors' configuration names one")
 # Transf-RAND as the authors released it, beside the papers' text
-_RAND_CONFIG = ("the authors' configuration also multiplies the rates by 0.95 after each epoch (epoch_lr_decay), "
-                "which the library does not: epochs 2 and 3 run at 1.0x here, 0.95x and 0.90x there")
+_RAND_CONFIG = ("the rates are multiplied by 0.95 after each epoch, as the authors' configuration (epoch_lr_decay)")
 _RAND_2022_NOTE = ("Transf-RAND: three layers and four heads as the 2022 paper's text and Table 4 (its Table 3 says "
                    "L2); the authors' released configuration (config_long_parade_rand.json) has two layers, "
                    "two epochs and its own default window; stride 100 as the 2022 paper's Table 8 rows equal to "

@@ -132,7 +132,10 @@ def _folds(row: Row, column: Column, saved: Path, sources: Sources, seed: int, m
         train, valid = data.split("train"), data.split("valid")
         model = _fine_tuned(row, saved, seed, model_options)
         train_candidates, valid_candidates = (sources.candidates(s, column.name, depth) for s in (train, valid))
-        args = TrainingArguments(**row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth))
+        # the authors repeat a fold's data 100 times within one epoch (FlexNeuART's epoch_repeat_qty):
+        # 100 short epochs here, with no decay between them
+        args = TrainingArguments(**row.recipe.fit_options(seed, epochs=row.recipe.fold_epochs, top_k=depth,
+                                                          epoch_lr_decay=1.0))
         if row.recipe.fold_validation:
             model.fit(train.topics, train.qrels, valid.topics, valid.qrels, text=data.text, candidates=train_candidates,
                       valid_candidates=valid_candidates, args=args.replace(valid_metric=column.metric))

@@ -77,6 +77,7 @@ class Recipe:
     warmup: float = 0.2
     queries_per_step: int = 16
     weight_decay: float = 1e-7
+    epoch_lr_decay: float = 0.95  # the authors' configurations: the rates times 0.95 after each epoch
     seeds: tuple[int, ...] = (0, 1, 2)
     passage_steps: int = 20_000  # the passage stage's steps, batches of 8 (warm_start="passage stage")
     fold_epochs: int = 100  # Robust04: 100 short epochs on each fold's training topics
@@ -94,7 +95,7 @@ class Recipe:
         """``TrainingArguments`` of this recipe, with ``overrides`` (a fine-tuning's epochs, the depth)."""
         return {**dict(epochs=self.epochs, lr=self.lr, head_lr=self.head_lr, warmup=self.warmup,
                        negatives=self.negatives, queries_per_step=self.queries_per_step,
-                       weight_decay=self.weight_decay, seed=seed), **overrides}
+                       weight_decay=self.weight_decay, epoch_lr_decay=self.epoch_lr_decay, seed=seed), **overrides}
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,9 @@ class TrainingArguments:
     the ``top_k`` candidates per query, the pairwise margin loss, AdamW at ``lr`` 1e-5 for the
     encoder (the papers use 1e-5 to 3e-5; 1e-4, a passage-stage rate at CPU scale, collapsed a
     trained FirstP to a random order) and ``head_lr`` 1e-4 for the rest, weight decay 1e-7,
-    linear warm-up over the first 20% of steps, 16 queries per optimiser step, one epoch.
+    linear warm-up over the first 20% of steps, 16 queries per optimiser step, one epoch; the
+    rates are multiplied by ``epoch_lr_decay`` after each epoch (1.0: constant; the authors'
+    FlexNeuART configurations for Boytsov et al. use 0.95).
 
     Validation and model selection (as transformers' ``load_best_model_at_end``): with
     validation data, given to ``fit`` or carved from the training queries by ``valid_fraction``,
@@ -83,6 +85,7 @@ class TrainingArguments:
     patience: int | None = _identity(None, since="0.3")
     load_best_model_at_end: bool = _identity(True, since="0.3")
     attention_dropout: float | None = _identity(None, since="0.3")
+    epoch_lr_decay: float = _identity(1.0, since="0.3")
     checkpoint_dir: Any = None
     checkpoint_every: int | None = None
     save_total_limit: int = 2
@@ -97,6 +100,7 @@ class TrainingArguments:
         _integer("seed", self.seed)
         for name in ("lr", "head_lr"):
             _number(name, getattr(self, name), low=0.0, low_open=True)
+        _number("epoch_lr_decay", self.epoch_lr_decay, low=0.0, low_open=True)
         _number("weight_decay", self.weight_decay, low=0.0)
         if not _is_number(self.warmup) or not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {self.warmup!r}")

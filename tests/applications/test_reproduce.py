@@ -150,6 +150,7 @@ def test_rows_follow_the_papers_setup():
     assert find_rows("positional-bias", 4, "maxp")[0].columns[0].irds_ids[0] == "msmarco-passage/dev/small"
     rand = find_rows("boytsov2022", 4, "parade-transf-rand")[0]
     assert any("epoch_lr_decay" in n and "stride 75" in n and "two layers" in n for n in rand.notes)
+    assert rand.recipe.fit_options(0)["epoch_lr_decay"] == 0.95  # the authors' configurations
 
 
 def test_table_5_has_every_our_results_row_the_library_can_run_and_agrees_with_table_1():
