@@ -321,13 +321,13 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
 
 def _stored_fit_options(fit_options: dict, options: dict) -> dict:
-    """``fit_options`` under a call's own: an explicit ``args=TrainingArguments(...)`` holds every setting,
-    so only the stored data options (``text``, validation, ``callback``) still apply."""
-    if options.get("args") is None:
+    """``fit_options`` under a call's own: an explicit ``args=TrainingArguments(...)`` wins for the
+    fields its caller set (``args.given``); the stored options still apply to the others (a
+    model's own defaults, such as the LLM classes' LoRA rate, and the data options)."""
+    args = options.get("args")
+    if args is None:
         return fit_options
-    from .training.arguments import DATA_OPTIONS
-
-    return {k: v for k, v in fit_options.items() if k in DATA_OPTIONS}
+    return {k: v for k, v in fit_options.items() if k not in args.given}
 
 
 def constructor_parameters(cls: type[LongDocReranker]) -> list[inspect.Parameter]:

@@ -470,7 +470,7 @@ def _add_reproduce(commands) -> None:
     reproduce.add_argument("--plan", action="store_true", help="print the published values, downloads, disk and "
                            "rough GPU-hours, run nothing")
     reproduce.add_argument("--compare", nargs="+", metavar="RESULTS", help="results.json files or folders: published "
-                           "against measured, with the difference and the seeds' spread")
+                           "against measured, the difference and whether the seeds' variation explains it (95%%)")
     reproduce.add_argument("--output", default="reproduce-output", help="one folder per row, with results.json/.md")
     reproduce.add_argument("--backbone", help="a local copy of the row's encoder, instead of its hub id")
     reproduce.add_argument("--warm-start", help="a trained passage cross-encoder to start from (skips the passage stage)")
@@ -480,6 +480,9 @@ def _add_reproduce(commands) -> None:
                            help="a TREC run instead of BM25 for a column (or the training collection's id)")
     reproduce.add_argument("--max-queries", type=int, help="cap every collection's queries: a smoke run, not comparable")
     reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the row's)")
+    reproduce.add_argument("--fold-validation", action="store_true",
+                           help="Robust04: train on three folds and keep the best epoch on a fourth (the library's "
+                                "split; default: the papers', the other four folds and no validation)")
     reproduce.add_argument("--passage-steps", type=int, help="run the library's passage stage first, this many steps "
                            "(not the papers' recipe)")
     _add_device_options(reproduce)
@@ -668,6 +671,8 @@ def _reproduce(args) -> int:
     for row in rows:
         if args.seeds:
             row = with_recipe(row, seeds=tuple(args.seeds))
+        if args.fold_validation:
+            row = with_recipe(row, fold_validation=True)
         if args.passage_steps and row.recipe.warm_start == "none":
             row = with_recipe(row, warm_start="passage stage", passage_steps=args.passage_steps)
         folder = Path(args.output) / f"{row.paper.key}-table{row.table}-{row.name}"

@@ -11,16 +11,20 @@ documents of its length, so a model must find the fact wherever it sits.
   Graham essays, which are not shipped) around a one-sentence fact about a named thing; the query
   asks for it.
 
-Lengths count whitespace-separated words (with LongEmbed's tokenizers a document is somewhat
-longer in tokens). Generation is deterministic in ``seed``.
+Lengths count the tokens of ``tokenizer`` (LongEmbed counts tokens; pass the model's own, a hub
+id, a local path or a HF tokenizer), or whitespace-separated words without one (a document is
+then somewhat longer in a model's tokens). A document holds the fact and as many whole filler
+words as fit its length. Generation is deterministic in ``seed`` (and the tokenizer).
 """
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass
 
 import pandas as pd
 
+from ._tokens import resolve_tokenizer
 from .collection import InMemoryCollection
 from .synthetic import _FILLER_TEMPLATES, _NAMES, _OBJECTS, _fill
 
@@ -60,8 +64,9 @@ class LongEmbedTask(InMemoryCollection):
 
 
 def make_longembed_task(task: str = "passkey", lengths=LENGTHS, queries_per_length: int = 50,
-                        seed: int = 0) -> LongEmbedTask:
-    """Generates ``queries_per_length`` queries and documents at each length of ``task``."""
+                        seed: int = 0, tokenizer=None) -> LongEmbedTask:
+    """Generates ``queries_per_length`` queries and documents at each length of ``task``, in
+    ``tokenizer``'s tokens (None: words)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
     lengths = list(lengths)
@@ -69,13 +74,17 @@ def make_longembed_task(task: str = "passkey", lengths=LENGTHS, queries_per_leng
         raise ValueError(f"lengths must be integers of at least 64 words, got {lengths}")
     if not isinstance(queries_per_length, int) or not 1 <= queries_per_length <= len(_NAMES):
         raise ValueError(f"queries_per_length must be from 1 to {len(_NAMES)}, got {queries_per_length!r}")
+    count = _word_tokens(tokenizer)
     documents, topics, qrels, positions = [], [], [], []
     for length in lengths:
         rng = random.Random(f"longembed-{task}-{seed}-{length}")
         for i, name in enumerate(rng.sample(_NAMES, queries_per_length)):
             qid, docno = f"{task}-{length}-{i}", f"{task}-{length}-d{i}"
             query, fact = _passkey(name, rng) if task == "passkey" else _needle(name, rng)
-            filler = _filler(task, length - len(fact.split()), rng)
+            budget = length - sum(count(fact.split()))
+            filler = _filler(task, budget, rng)  # enough words: each is at least one token
+            if tokenizer is not None:
+                filler = _fitting(filler, budget, count)
             cut = rng.randint(0, len(filler))  # the fact's depth, uniform as in LongEmbed
             before = " ".join(filler[:cut])
             text = " ".join(part for part in (before, fact, " ".join(filler[cut:])) if part)
@@ -100,6 +109,35 @@ def _passkey(name: str, rng: random.Random) -> tuple[str, str]:
 def _needle(name: str, rng: random.Random) -> tuple[str, str]:
     thing, value = rng.choice(_OBJECTS), rng.choice(_NEEDLE_VALUES)
     return f"what color is the {thing} of {name}?", f"the {thing} of {name} is painted {value}."
+
+
+def _word_tokens(tokenizer):
+    """A function from a list of words to each word's token count once joined with spaces."""
+    if tokenizer is None:
+        return lambda words: [1] * len(words)
+    tok = resolve_tokenizer(tokenizer)
+
+    def count(words: list[str]) -> list[int]:
+        text, starts, at = " ".join(words), [], 0
+        for word in words:
+            starts.append(at)
+            at += len(word) + 1
+        counts = [0] * len(words)
+        for start, _ in tok.spans(text):  # a token belongs to the word it starts in
+            counts[bisect.bisect_right(starts, start) - 1] += 1
+        return counts
+
+    return count
+
+
+def _fitting(words: list[str], budget: int, count) -> list[str]:
+    """The longest prefix of ``words`` whose tokens fit ``budget``."""
+    total = 0
+    for n, tokens in enumerate(count(words)):
+        total += tokens
+        if total > budget:
+            return words[:n]
+    return words
 
 
 def _filler(task: str, words: int, rng: random.Random) -> list[str]:

@@ -51,7 +51,7 @@ a dict of ``r`` (8), ``alpha`` (64), ``dropout`` (0.1) and ``target_modules``
 ``alpha=64``); ``{}`` for those defaults, ``None`` to train every weight; new adapters are
 drawn from ``seed=`` and drawn again from ``fit``'s seed, so a fit is the same in every process;
 with adapters, ``fit`` trains only them and the score head, by default at RankLLaMA's
-``lr=1e-4`` (``fit_options`` or ``fit(lr=...)`` change it). ``gradient_checkpointing`` (True):
+``lr=1e-4`` (``fit_options``, ``fit(lr=...)`` or an ``args`` that sets ``lr`` change it). ``gradient_checkpointing`` (True):
 recompute activations in the backward pass rather than keep them (training only). On a CUDA
 device the default dtype is bf16, weights included; batches hold at most ``max_batch_tokens``
 (16 x 512) tokens unless given.

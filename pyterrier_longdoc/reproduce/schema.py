@@ -77,9 +77,17 @@ class Recipe:
     warmup: float = 0.2
     queries_per_step: int = 16
     weight_decay: float = 1e-7
+    epoch_lr_decay: float = 0.95  # the authors' configurations: the rates times 0.95 after each epoch
     seeds: tuple[int, ...] = (0, 1, 2)
     passage_steps: int = 20_000  # the passage stage's steps, batches of 8 (warm_start="passage stage")
     fold_epochs: int = 100  # Robust04: 100 short epochs on each fold's training topics
+    # Robust04: False, each test fold's model trains on the other four folds with no validation
+    # (the papers); True, on three of them, keeping the best epoch on the fourth (the library's split)
+    fold_validation: bool = False
+    # de-biased MS MARCO (Hofstätter et al. 2021a): each training document cut at random word
+    # boundaries into segments of about this many words, shuffled; None: the original documents
+    shuffled_segment_words: int | None = None
+    dtype: str | None = None  # None: the library's (mixed precision on CUDA, as the papers); "fp32": MOSAIC
     fine_tune_queries: int = 50_000  # FarRelevant fine-tuning
     fine_tune_epochs: int = 1
 
@@ -87,7 +95,7 @@ class Recipe:
         """``TrainingArguments`` of this recipe, with ``overrides`` (a fine-tuning's epochs, the depth)."""
         return {**dict(epochs=self.epochs, lr=self.lr, head_lr=self.head_lr, warmup=self.warmup,
                        negatives=self.negatives, queries_per_step=self.queries_per_step,
-                       weight_decay=self.weight_decay, seed=seed), **overrides}
+                       weight_decay=self.weight_decay, epoch_lr_decay=self.epoch_lr_decay, seed=seed), **overrides}
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,10 @@ class Sources:
                                                  ({"docno": d.doc_id, "text": _text(d)} for d in dataset.docs_iter()))
         return self._indexes[docs_id].bm25(num_results=depth)
 
-    def far_relevant(self, column: Column, split: str, max_queries: int | None, seed: int):
-        """The FarRelevant collection (``far`` variant) of the test (dev) or training queries,
-        with BM25's candidates over its documents (the relevant document always among them)."""
+    def far_relevant(self, column: Column, split: str, max_queries: int | None, seed: int, tokenizer=None):
+        """The FarRelevant collection (``far`` variant) of the test (dev/small) or training queries,
+        with BM25's candidates over its documents (the relevant document always among them);
+        positions counted in ``tokenizer``'s tokens (a hub id or a local path; None: words)."""
         from ..diagnostics import build_far_relevant, load_passage_collection
 
         paper_id = column.irds_ids[0 if split == "test" else 1]
@@ -88,7 +89,7 @@ class Sources:
         def retriever(documents: pd.DataFrame):
             return _pisa_index(folder, documents.to_dict("records")).bm25(num_results=column.first_stage.depth)
 
-        return build_far_relevant(passages, queries, qrels, negatives=0, retriever=retriever,
+        return build_far_relevant(passages, queries, qrels, negatives=0, retriever=retriever, tokenizer=tokenizer,
                                   retrieved_negatives=column.first_stage.depth - 1, seed=seed)
 
 

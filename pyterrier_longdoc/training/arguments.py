@@ -8,6 +8,7 @@ fields marked ``identity`` define a checkpoint's identity: resuming with another
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -28,6 +29,20 @@ def _identity(default, *, since: str | None = None, **kwargs):
     return field(default=default, metadata={"identity": True, "since": since}, **kwargs)
 
 
+def _recording_given(cls):
+    """A dataclass whose ``__init__`` also records which fields its caller set (``given``)."""
+    fields_init = cls.__init__
+
+    @functools.wraps(fields_init)
+    def __init__(self, *args, **kwargs) -> None:
+        fields_init(self, *args, **kwargs)
+        self.given = frozenset([f.name for f in dataclasses.fields(cls)][:len(args)]) | frozenset(kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_recording_given
 @dataclass
 class TrainingArguments:
     """Settings of ``fit`` (see :func:`pyterrier_longdoc.training.fit` for what each does).
@@ -36,7 +51,9 @@ class TrainingArguments:
     the ``top_k`` candidates per query, the pairwise margin loss, AdamW at ``lr`` 1e-5 for the
     encoder (the papers use 1e-5 to 3e-5; 1e-4, a passage-stage rate at CPU scale, collapsed a
     trained FirstP to a random order) and ``head_lr`` 1e-4 for the rest, weight decay 1e-7,
-    linear warm-up over the first 20% of steps, 16 queries per optimiser step, one epoch.
+    linear warm-up over the first 20% of steps, 16 queries per optimiser step, one epoch; the
+    rates are multiplied by ``epoch_lr_decay`` after each epoch (1.0: constant; the authors'
+    FlexNeuART configurations for Boytsov et al. use 0.95).
 
     Validation and model selection (as transformers' ``load_best_model_at_end``): with
     validation data, given to ``fit`` or carved from the training queries by ``valid_fraction``,
@@ -44,6 +61,10 @@ class TrainingArguments:
     the end the best model by ``valid_metric`` is restored (the start included, so training never
     ends below its start on validation), and ``patience`` evaluations without improvement stop
     training early.
+
+    ``given`` names the fields the caller set (the constructor's arguments, ``from_options``'
+    names, ``replace``'s changes): a model's own ``fit_options`` (e.g. the LLM classes' LoRA
+    rate) still apply to the others when these arguments are passed to its ``fit``.
     """
 
     epochs: int = _identity(1)
@@ -64,6 +85,7 @@ class TrainingArguments:
     patience: int | None = _identity(None, since="0.3")
     load_best_model_at_end: bool = _identity(True, since="0.3")
     attention_dropout: float | None = _identity(None, since="0.3")
+    epoch_lr_decay: float = _identity(1.0, since="0.3")
     checkpoint_dir: Any = None
     checkpoint_every: int | None = None
     save_total_limit: int = 2
@@ -78,6 +100,7 @@ class TrainingArguments:
         _integer("seed", self.seed)
         for name in ("lr", "head_lr"):
             _number(name, getattr(self, name), low=0.0, low_open=True)
+        _number("epoch_lr_decay", self.epoch_lr_decay, low=0.0, low_open=True)
         _number("weight_decay", self.weight_decay, low=0.0)
         if not _is_number(self.warmup) or not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {self.warmup!r}")
@@ -104,7 +127,9 @@ class TrainingArguments:
 
     def replace(self, **changes) -> TrainingArguments:
         check_option_names(changes, "training options", data=False)
-        return dataclasses.replace(self, **changes)
+        replaced = dataclasses.replace(self, **changes)
+        replaced.given = self.given | frozenset(changes)
+        return replaced
 
     def identity(self) -> dict:
         """The settings a checkpoint records: resuming with other values is refused."""

@@ -74,6 +74,8 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
             ``0.0`` lets PyTorch use its fused attention kernel on the CPU, which takes no dropout:
             a training step at 512 tokens takes about 40% less time
             (``benchmarks/attention_dropout.py``). The model's config and inference are unchanged.
+        epoch_lr_decay: multiply both rates by this after each epoch (default 1.0: constant after
+            the warm-up; the authors' configurations for Boytsov et al.'s models use 0.95).
         max_grad_norm: clip the gradient of each optimiser step (over all parameters, after
             unscaling) to this L2 norm, and record the norm before clipping in the history's
             ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.

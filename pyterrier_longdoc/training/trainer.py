@@ -153,9 +153,10 @@ class Trainer(CheckpointedRun):
         self.first_epoch = self.epoch_instances(0)
         self.steps_per_epoch = math.ceil(len(self.first_epoch) / args.queries_per_step)
         self.total_steps = self.steps_per_epoch * args.epochs
-        warmup_steps = int(args.warmup * self.total_steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0)
+        warmup_steps, steps_per_epoch = int(args.warmup * self.total_steps), self.steps_per_epoch
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(  # warm-up, then constant but for the epochs' decay
+            self.optimizer, lambda step: (min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0)
+            * args.epoch_lr_decay ** (step // steps_per_epoch))
         self.scaler = grad_scaler(reranker)
         self.selection = Selection(args.valid_metric, args.patience) if data.evaluate is not None else None
         self.directory = Path(args.checkpoint_dir) if args.checkpoint_dir is not None else None

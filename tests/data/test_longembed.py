@@ -58,3 +58,19 @@ def test_a_model_reranks_a_length_and_bad_arguments_are_named(tiny_bert):
         make_longembed_task(queries_per_length=0)
     with pytest.raises(ValueError, match="no documents of length 512; lengths: \\[256\\]"):
         data.at_length(512)
+
+
+def test_lengths_count_the_given_tokenizers_tokens(tmp_path):
+    # LongEmbed counts tokens: a document of a length in words is longer in a model's tokens
+    from helpers.tiny_bert import write_tiny_bert
+    from pyterrier_longdoc.data._tokens import resolve_tokenizer
+
+    path = write_tiny_bert(tmp_path / "bert")
+    tokens = resolve_tokenizer(str(path))
+    data = make_longembed_task("needle", lengths=(256, 1024), queries_per_length=3, tokenizer=str(path))
+    for text, length in zip(data.documents["text"], data.documents["length"]):
+        count = len(tokens.spans(text))
+        assert length - 16 <= count <= length and len(text.split()) < length  # whole words up to the length
+    for row in data.positions.itertuples():
+        text = data.documents.set_index("docno").loc[row.docno, "text"]
+        assert " is painted " in text[row.char_start:row.char_end]

@@ -111,7 +111,7 @@ def test_a_runtime_option_set_on_the_model_is_its_runtimes(tiny_bert):
     assert model.runtime.batch_size == 4
 
 
-def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
+def test_explicit_args_win_over_fit_options_for_the_fields_they_set(tiny_bert, monkeypatch):
     seen = {}
 
     def fake_fit(reranker, topics, qrels, candidates, args=None, text=None, **options):
@@ -126,7 +126,8 @@ def test_explicit_args_win_over_fit_options(tiny_bert, monkeypatch):
     qrels = pd.DataFrame({"qid": ["q"], "docno": ["d"], "label": [1]})
     candidates = pd.DataFrame({"qid": ["q"], "docno": ["d"], "score": [1.0], "rank": [0]})
     model.fit(topics, qrels, candidates, args=TrainingArguments(lr=3e-5))
-    assert seen["args"].lr == 3e-5 and seen["args"].epochs == 1
+    # args win for what its caller set; the stored options still hold the rest (they were dropped: epochs 1)
+    assert seen["args"].lr == 3e-5 and seen["args"].epochs == 3
     assert seen["text"] is text  # the stored data options still apply
     model.fit(topics, qrels, candidates, args=TrainingArguments(lr=3e-5), epochs=2)  # a call's own keyword wins
     assert seen["args"].lr == 3e-5 and seen["args"].epochs == 2

@@ -98,4 +98,4 @@ def register_paper_standins(folder, n_queries: int = 10, docs_per_query: int = 3
         "msmarco-document/train", "msmarco-document/dev", "msmarco-document/trec-dl-2019/judged",
         "msmarco-document/trec-dl-2020/judged", "msmarco-document-v2/trec-dl-2021/judged",
         "disks45/nocr/trec-robust-2004")}
-    return {**ids, **folds, "msmarco-passage/dev/judged": passage_id, "msmarco-passage/train/judged": passage_id}
+    return {**ids, **folds, "msmarco-passage/dev/small": passage_id, "msmarco-passage/train/judged": passage_id}

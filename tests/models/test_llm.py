@@ -1,6 +1,7 @@
 """LLM cross-encoders (RankLLaMA-style) on tiny random Llama and Qwen2 LMs, offline: a window's
 score is the checkpoint's own, the template is RankLLaMA's (the published model card's input by
 default, the paper's EOS with append_eos=True), LoRA adapters train, save in peft's format and merge."""
+import pandas as pd
 import numpy as np
 import pytest
 import torch
@@ -12,6 +13,7 @@ from helpers.zoo_backbones import assert_padding_invariant, margin_training
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc.aggregators.heads import pool
+from pyterrier_longdoc.training import TrainingArguments
 
 QUERY, DOC = "what red cat", "the red cat sat on a mat near the river castle in the city"
 
@@ -221,3 +223,26 @@ def test_adapters_train_at_rankllamas_rate_unless_told(lm):
     assert pl.LLMFirstP(lm).fit_options == {"lr": 1e-4}
     assert pl.LLMFirstP(lm, fit_options={"lr": 3e-4}).fit_options == {"lr": 3e-4}
     assert pl.LLMFirstP(lm, lora=None).fit_options == {}
+
+
+def test_explicit_training_arguments_keep_the_adapters_rate(lm, monkeypatch):
+    # args=TrainingArguments(...) used to drop every stored fit option: LoRA adapters trained at
+    # the encoder rate 1e-5 instead of 1e-4 for everyone who passed args
+    seen = {}
+
+    def fake_fit(reranker, topics, qrels, candidates, args=None, text=None, **options):
+        seen["args"] = (args or TrainingArguments()).replace(**options)
+        return pd.DataFrame({"loss": [0.0]})
+
+    monkeypatch.setattr("pyterrier_longdoc.training.fit", fake_fit)
+    topics = pd.DataFrame({"qid": ["q"], "query": ["red cat"]})
+    qrels = pd.DataFrame({"qid": ["q"], "docno": ["d"], "label": [1]})
+    candidates = pd.DataFrame({"qid": ["q"], "docno": ["d"], "text": ["the red cat"], "score": [1.0], "rank": [0]})
+    model = pl.LLMFirstP(lm)
+    model.fit(topics, qrels, candidates=candidates, args=TrainingArguments(epochs=2, seed=3))
+    assert seen["args"].lr == 1e-4 and seen["args"].epochs == 2 and seen["args"].seed == 3
+    model.fit(topics, qrels, candidates=candidates, args=TrainingArguments(lr=1e-5))  # set explicitly: kept
+    assert seen["args"].lr == 1e-5
+    model.fit(topics, qrels, candidates=candidates, args=TrainingArguments.from_options({"lr": 2e-5}))
+    assert seen["args"].lr == 2e-5
+    assert TrainingArguments(epochs=2).replace(lr=3e-5).given == {"epochs", "lr"}

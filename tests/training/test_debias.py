@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_longdoc.training.debias import PositionDebias, debias_positions, move_passage, passage_spans
+from pyterrier_longdoc.training.debias import (
+    PositionDebias, SegmentShuffle, debias_positions, move_passage, passage_spans, shuffle_segments)
 
 DOC = "alpha beta gamma PASSAGE ONE delta epsilon"
 SPAN = (DOC.index("PASSAGE"), DOC.index("PASSAGE") + len("PASSAGE ONE"))
@@ -95,3 +96,25 @@ def test_surrounding_white_space_is_kept_tidy():
         assert new[s:e] == "P" and new.split().count("P") == 1
         assert "  " not in new.strip() and new.startswith("  ") and new.endswith("  ")
         assert sorted(new.split()) == sorted(text.split())
+
+
+def test_segments_are_shuffled_at_word_boundaries_with_every_word_kept():
+    # the positional-bias paper's de-biased MS MARCO (Hofstätter et al. 2021a): no passage positions needed
+    text = " ".join(f"w{i}" for i in range(1000))
+    shuffled = shuffle_segments(text, 100, np.random.default_rng(0))
+    words = shuffled.split()
+    assert sorted(words) == sorted(text.split()) and words != text.split()
+    runs = 1 + sum(int(b[1:]) != int(a[1:]) + 1 for a, b in zip(words, words[1:]))  # contiguous pieces
+    assert runs <= 10 and not words[0] == "w0" == words[-1]
+    assert shuffle_segments("a short text", 100, np.random.default_rng(0)) == "a short text"
+    with pytest.raises(ValueError, match="at least 1"):
+        shuffle_segments(text, 0, np.random.default_rng(0))
+
+
+def test_segment_shuffle_is_the_same_per_document_and_keeps_empty_frames():
+    text = " ".join(f"w{i}" for i in range(300))
+    frame = pd.DataFrame({"qid": ["1", "2", "1"], "docno": ["d1", "d1", "d2"], "text": [text, text, text]})
+    out = SegmentShuffle(50, seed=4)(frame)
+    assert out["text"].iloc[0] == out["text"].iloc[1] != out["text"].iloc[2] and out["text"].iloc[0] != text
+    assert SegmentShuffle(50, seed=4)(frame)["text"].equals(out["text"]) and "seed=4" in repr(SegmentShuffle(50, seed=4))
+    assert SegmentShuffle(50)(frame.iloc[:0]).empty

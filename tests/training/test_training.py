@@ -254,3 +254,15 @@ def test_the_loss_scale_and_clipping_resume_exactly(tiny_bert, tmp_path):
     assert full_history["loss_scale"].iloc[2] < full_history["loss_scale"].iloc[0]
     pd.testing.assert_frame_equal(history, full_history)
     assert all(torch.equal(weights(straight)[k], v) for k, v in weights(resumed).items())
+
+
+def test_the_rates_decay_after_each_epoch_when_asked(tiny_bert):
+    # the authors' configurations for Boytsov et al.'s models multiply the rates by 0.95 an epoch (epoch_lr_decay)
+    topics, qrels, candidates = toy_task()
+    model = new_model(tiny_bert)
+    history = model.fit(topics, qrels, candidates, **FAST, epochs=3, epoch_lr_decay=0.5)
+    # the history's lr is the rate after its step (for the next one): each epoch's first step shows its own rate
+    assert history.groupby("epoch")["lr"].first().tolist() == pytest.approx([3e-3, 1.5e-3, 7.5e-4])
+    assert history["lr"].iloc[-1] == pytest.approx(3.75e-4)
+    with pytest.raises(ValueError, match="epoch_lr_decay"):
+        pl.training.TrainingArguments(epoch_lr_decay=0)
