@@ -65,6 +65,26 @@ def test_predict_gives_what_cross_encoder_predict_gives(pair):
     assert ours.batch_size == 16 and ours.verbose is None  # the call's options were for that call only
 
 
+@pytest.mark.parametrize("method", ["predict", "rank"])
+def test_every_argument_name_of_cross_encoder_is_taken(method):
+    """Code written for CrossEncoder runs unchanged: each argument it names (``inputs=...``) is one of ours."""
+    import inspect
+
+    from sentence_transformers import CrossEncoder
+
+    theirs = [name for name, p in inspect.signature(getattr(CrossEncoder, method)).parameters.items()
+              if name != "self" and p.kind is not p.VAR_KEYWORD]
+    ours = inspect.signature(getattr(pl.MaxP, method)).parameters
+    assert [name for name in theirs if name not in ours] == []
+
+
+def test_predict_takes_its_inputs_by_cross_encoders_name(pair):
+    ours, theirs = pair
+    pairs = list(zip(QUERIES, DOCS))
+    np.testing.assert_allclose(ours.predict(inputs=pairs, activation_fn=torch.nn.Sigmoid()),
+                               theirs.predict(inputs=pairs), atol=1e-5)
+
+
 def test_rank_gives_what_cross_encoder_rank_gives(pair):
     ours, theirs = pair
     documents = DOCS + ["the red castle", "a house"]
