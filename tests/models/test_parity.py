@@ -4,6 +4,7 @@ GridSearch/GridScan tuning chunking settings, pt.inspect on the artifact, warnin
 user's line, and the progress bar."""
 import copy
 import json
+import re
 import warnings
 
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc.engine import progress
+from pyterrier_longdoc.engine.progress import PROGRESS_DELAY
 
 from helpers.contract import castle_counter
 from helpers.cross_encoders import PAIRS, write_cross_encoder
@@ -104,8 +107,9 @@ def test_a_progress_bar_counts_documents_from_the_start(pair, monkeypatch):
     bars = []
 
     class Recorder:
-        def __init__(self, total=None, disable=False, unit="it", **_):
+        def __init__(self, total=None, disable=False, unit="it", delay=0, **_):
             self.total, self.disable, self.unit, self.n, self.at_start = total, disable, unit, 0, total
+            self.delay = delay
             bars.append(self)
 
         def update(self, n):
@@ -121,10 +125,40 @@ def test_a_progress_bar_counts_documents_from_the_start(pair, monkeypatch):
     maxp = pl.MaxP(str(ours._source[0]), window=4, stride=2, max_query_tokens=8)
     maxp.predict(list(zip(QUERIES, DOCS)), show_progress_bar=True)
     bar, = bars
-    assert not bar.disable and bar.unit == "doc"
+    assert not bar.disable and bar.unit == "doc" and bar.delay == 0
     assert bar.at_start == bar.total == bar.n == 3  # a total before the first batch; documents, not windows
     maxp.predict(list(zip(QUERIES, DOCS)))
-    assert bars[1].disable  # verbose is off by default
+    assert not bars[1].disable and bars[1].delay == PROGRESS_DELAY  # by default, once the call has run a while
+    maxp.predict(list(zip(QUERIES, DOCS)), show_progress_bar=False)
+    assert bars[2].disable
+
+
+@pytest.mark.parametrize("verbose, shown", [(None, True), (True, True), (False, False)])
+def test_a_long_call_shows_its_bar_on_stderr_unless_verbose_is_false(pair, monkeypatch, capsys, verbose, shown):
+    """verbose=None: no bar for a quick call, a bar once a call has run PROGRESS_DELAY seconds; the
+    tutorials' comparison of saved outputs leaves the bar's lines out."""
+    import time
+
+    from helpers.notebook_outputs import comparable
+
+    ours, _ = pair
+    maxp = pl.MaxP(str(ours._source[0]), window=4, stride=2, max_query_tokens=8, verbose=verbose, batch_size=1)
+    frame = pd.DataFrame({"qid": ["1"] * 3, "query": QUERIES, "docno": ["a", "b", "c"], "text": DOCS})
+    maxp(frame)
+    assert ("MaxP" in capsys.readouterr().err) == bool(verbose)  # a quick call: a bar only if asked for from the start
+    score = maxp.model.score
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(maxp.model, "score", slow)
+    monkeypatch.setattr(progress, "PROGRESS_DELAY", 0.1)
+    maxp(frame)
+    err = capsys.readouterr().err
+    assert bool(re.search(r"MaxP: 100%\|.*\| 3/3 \[", err)) == shown, err
+    cell = type("Cell", (), {"source": "", "outputs": [{"output_type": "stream", "name": "stderr", "text": err}]})
+    assert comparable(cell)["stderr"] == ("", [])
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
