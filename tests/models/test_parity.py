@@ -274,6 +274,15 @@ def test_firstp_crops_by_definition_so_it_warns_only_when_asked(cross_encoder):
         maxp(frame)
 
 
+def test_the_model_card_links_only_to_pages_that_exist(tiny_bert):
+    """No PyPI page of the library (it is not published there) and no repository URL (none is recorded)."""
+    from pyterrier_longdoc._card import model_card
+
+    card = model_card(new_model(tiny_bert))
+    assert re.findall(r"\]\((https?://[^)]+)\)", card) == ["https://github.com/terrier-org/pyterrier"]
+    assert "pypi.org" not in card
+
+
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
 def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
     from pyterrier_longdoc._card import model_card
