@@ -2,7 +2,6 @@
 the package and its entry points (and no tests, benchmarks or results), and install into a fresh
 virtual environment where the ``pyterrier-longdoc`` command runs."""
 import os
-import re
 import subprocess
 import sys
 import sysconfig
@@ -12,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.setup_py import long_description
 
 import pyterrier_longdoc
 
@@ -95,66 +95,11 @@ def test_the_license_is_declared_and_ships_in_both_distributions(dist):
     assert "Author: The pyterrier-longdoc maintainers" in metadata and "Classifier: Typing :: Typed" in metadata
     assert "Project-URL: PyTerrier, https://github.com/terrier-org/pyterrier" in metadata
     description = metadata.split("\n\n", 1)[1]
-    assert description.strip() == _setup_py().long_description((ROOT / "README.md").read_text()).strip()
+    assert description.strip() == long_description().strip()
     assert license_text == (ROOT / "LICENSE").read_text()
     with tarfile.open(sdist) as t:
         top = {Path(n).parts[1] for n in t.getnames() if len(Path(n).parts) > 1}
     assert {"LICENSE", "CITATION.cff", "setup.py"} <= top
-
-
-def _setup_py():
-    """setup.py as a module (imported, not run: its ``setup`` call is under ``__main__``)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("setup_py", ROOT / "setup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_setup_py_declares_the_long_description_alone():
-    """Tools that still run ``setup.py`` get the same build: it declares nothing pyproject.toml can."""
-    import ast
-
-    calls = [node for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
-             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup"]
-    call, = calls
-    assert not call.args and {k.arg for k in call.keywords} == {"long_description", "long_description_content_type"}
-
-
-def test_the_long_description_has_no_link_pypi_cannot_follow():
-    """PyPI's page of README.md would link its relative paths to pypi.org: each is its text and its path."""
-    readme = (ROOT / "README.md").read_text()
-    description = _setup_py().long_description(readme)
-    relative = [link for link in re.findall(r"\]\(([^)]+)\)", readme) if "://" not in link]
-    assert relative and [link for link in re.findall(r"\]\(([^)]+)\)", description) if "://" not in link] == []
-    assert all(link in description for link in relative)  # each path still named
-    assert [link for link in re.findall(r"\]\(([^)]+)\)", readme) if "://" in link] == \
-        re.findall(r"\]\(([^)]+)\)", description)  # the absolute links kept, in order
-    assert description.startswith("# pyterrier-longdoc\n") and "files of the source repository" in description
-
-
-def test_the_metadata_names_its_authors_valid_classifiers_and_real_urls():
-    """As CITATION.cff: its authors, and Project-URLs only of pages that exist (PyTerrier, the papers it
-    cites by DOI or arXiv id); the project's own URL is recorded nowhere. Classifiers are PyPI's own."""
-    tomllib = pytest.importorskip("tomllib")
-    trove_classifiers = pytest.importorskip("trove_classifiers")
-    yaml = pytest.importorskip("yaml")
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
-    assert project["authors"] == [{"name": author["name"]} for author in citation["authors"]]
-    assert project["classifiers"] and set(project["classifiers"]) <= trove_classifiers.classifiers
-    assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # PEP 639: license is the SPDX one
-    cited = {reference.get("doi") for reference in citation["references"]}
-    cited |= {i["value"] for reference in citation["references"] for i in reference.get("identifiers", [])}
-    for label, url in project["urls"].items():
-        assert len(label) <= 32, label  # the core metadata's limit on a Project-URL's label
-        if "doi.org/" in url:
-            assert url.split("doi.org/")[1] in cited, url
-        elif "arxiv.org/abs/" in url:
-            assert "arXiv:" + url.split("arxiv.org/abs/")[1] in cited, url
-        else:
-            assert url == "https://github.com/terrier-org/pyterrier", url
 
 
 def test_citation_file_parses_and_names_the_software_and_the_models_papers():
