@@ -284,6 +284,7 @@ def test_the_model_card_links_only_to_pages_that_exist(tiny_bert):
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # its 2 steps may
 def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
     from pyterrier_longdoc._card import model_card
 
