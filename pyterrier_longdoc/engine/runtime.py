@@ -116,8 +116,9 @@ class Runtime:
 
     @staticmethod
     def _check_verbose(value) -> None:
-        if value is not None:
-            _check_flag("verbose", value)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"verbose must be True (a progress bar), False (none) or None (a bar once a call has "
+                            f"run a few seconds), got {value!r}")
 
     @staticmethod
     def _check_onednn_linears(value) -> None:
