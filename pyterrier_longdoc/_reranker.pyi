@@ -22,6 +22,7 @@ from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import hub_repository
 from .engine.model import LongDocModel
+from .fusion import Fusion
 from ._placement import RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live, runtime_option
 from ._registry import known_names, model_class, register, registered_models
 from .engine.runtime import Runtime, hold_parameters
@@ -132,6 +133,7 @@ Args:
     config: ModelConfig
     fit_options: dict[str, Any]
     history: pd.DataFrame | None
+    fusion: Fusion | None
 
     def __init_subclass__(cls, **kwargs):
         ...
