@@ -132,6 +132,13 @@ def test_every_method_the_readme_and_the_guide_call_is_in_the_api_reference():
     assert sorted(called - set(members)) == []
 
 
+def test_the_guide_states_the_progress_bars_delay_the_code_uses():
+    from pyterrier_longdoc.engine.progress import PROGRESS_DELAY
+
+    text = " ".join((DOCS / "guide" / "starting.md").read_text().split())
+    assert f"`None` shows it once a call has run {PROGRESS_DELAY:g} seconds" in text
+
+
 API_ONLY_CONF = """
 import sys
 sys.path.insert(0, {docs!r})
