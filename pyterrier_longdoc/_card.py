@@ -86,7 +86,9 @@ def _description(reranker, base: str | None) -> str:
     summary = (type(reranker).__doc__ or "").strip().split("\n\n")[0]
     summary = re.sub(r"\s*\([^)]*\d[^)]*\)", "", " ".join(summary.split())).rstrip(".")  # settings: the table's
     start = f" started from [{base}](https://huggingface.co/{base})" if base else ""
-    return (f"A long-document re-ranker of [pyterrier-longdoc](https://pypi.org/project/pyterrier-longdoc/){start}. "
+    # the library has no page to link to (not on PyPI, its repository's URL not recorded): PyTerrier's
+    return (f"A long-document re-ranker of pyterrier-longdoc, a [PyTerrier](https://github.com/terrier-org/pyterrier) "
+            f"plugin{start}. "
             f"{summary}. It scores (query, document) pairs of any length; its scores are logits, "
             "for ranking the documents of a query.")
 

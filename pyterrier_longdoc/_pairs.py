@@ -68,7 +68,7 @@ def _call_options(reranker, batch_size: int | None, show_progress_bar: bool | No
         runtime.batch_size, runtime.verbose = saved
 
 
-def predict(reranker, pairs, batch_size: int | None = None, show_progress_bar: bool | None = None,
+def predict(reranker, inputs, batch_size: int | None = None, show_progress_bar: bool | None = None,
             activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
             convert_to_numpy: bool = True, convert_to_tensor: bool = False, *, prompt_name: str | None = None,
             prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None):
@@ -78,8 +78,8 @@ def predict(reranker, pairs, batch_size: int | None = None, show_progress_bar: b
     to a one-label model by default; ``activation_fn=torch.nn.Sigmoid()`` gives its numbers).
 
     Args:
-        pairs: a list of ``(query, document)`` tuples or lists of strings (or a 2-D array of
-            them), or one pair.
+        inputs: a list of ``(query, document)`` tuples or lists of strings (or a 2-D array of
+            them), or one pair (the argument's name in CrossEncoder.predict, sentence-transformers 6).
         batch_size: (query, chunk) sequences per encoder call; default the model's ``batch_size``.
         show_progress_bar: a progress bar for this call; default the model's ``verbose``.
         activation_fn: applied to the scores (a tensor), e.g. ``torch.nn.Sigmoid()``.
@@ -96,7 +96,7 @@ def predict(reranker, pairs, batch_size: int | None = None, show_progress_bar: b
     Returns:
         One score per pair; for one pair (not in a list), that score alone (a float32 scalar).
     """
-    pairs, one = _pair_list(pairs)
+    pairs, one = _pair_list(inputs)
     prompt = _resolved_prompt(prompt, prompt_name)
     frame = pd.DataFrame(pairs, columns=["query", "text"], dtype=object)
     if prompt:

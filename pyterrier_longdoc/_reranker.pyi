@@ -88,8 +88,9 @@ Args:
         faster than fp32 depends on the CPU (native bf16 or not). ``"int8"``: dynamic int8 quantization of the
         encoder's linear layers, CPU inference only (training stays fp32); faster, but it changes the ranking.
         The measured numbers are in ``benchmarks/results/``.
-    verbose: show a progress bar (counted in documents); the default None shows one only while ``fit`` trains
-        (counted in steps), ``False`` none at all.
+    verbose: a progress bar on stderr (counted in documents; in steps while ``fit`` trains): the default None
+        shows it once a call has run a few seconds (``engine.progress.PROGRESS_DELAY``), True from the start,
+        False never.
     warn_cropping: warn when documents are longer than the model reads; ``None`` (default) warns for every
         model but FirstP, whose definition is to read the start only.
     trust_remote_code: passed to HuggingFace; off unless you pass it.

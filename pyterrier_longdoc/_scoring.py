@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
-import pyterrier as pt
 import torch
 
 from .engine.batching import forget_fitted_batch_size
 from ._explain import explain as explain_windows
+from .engine.progress import progress_bar
 from .engine.runtime import release_freed_memory
 from ._warn import CroppingWarning, warn
 
@@ -90,8 +90,8 @@ def inference_scores(reranker, queries: list[str], texts: list[str]) -> np.ndarr
     forget_fitted_batch_size(model)  # a batch size learned on an out-of-memory error holds for one call
     scores = np.empty(len(texts), dtype=np.float64)
     cropped_queries = cropped_docs = 0
-    progress = pt.tqdm(total=len(texts), desc=type(reranker).__name__, unit="doc",
-                       disable=not reranker.verbose or not texts)
+    progress = progress_bar(reranker.verbose, total=len(texts), desc=type(reranker).__name__, unit="doc",
+                            disable=not texts)
     groups = pipeline_groups(len(texts))
     # one thread tokenizes the next group while the encoder runs this one: on a GPU the
     # tokenizer, not the encoder, would otherwise be what the device waits for

@@ -90,16 +90,24 @@ def read_topics(path: str) -> pd.DataFrame:
 
 
 def _check_top_tags(path: str, lines) -> None:
-    """Every ``<top>`` closed by a ``</top>`` before the next one: PyTerrier's reader silently lets an
-    unclosed topic run into the next (or the end of the file)."""
-    opened = None  # the line of the <top> not yet closed
-    tags = ((number, closing) for number, line in lines for closing in re.findall(r"<(/?)top>", line, re.IGNORECASE))
-    for number, closing in tags:
+    """Every ``<top>`` closed by a ``</top>`` before the next one, and holding a ``<num>``: PyTerrier's
+    reader silently lets an unclosed topic run into the next (or the end of the file), and fails on a
+    topic without a number with an AttributeError that names no line."""
+    opened = numbered = None  # the line of the <top> not yet closed; whether it has a <num>
+    tags = ((number, tag.lower()) for number, line in lines
+            for tag in re.findall(r"<(/?top|num)>", line, re.IGNORECASE))
+    for number, tag in tags:
+        if tag == "num":
+            numbered = opened is not None
+            continue
+        closing = tag == "/top"
         if closing and opened is None:
             raise MalformedInputError(path, number, "</top> without a <top> before it")
         if not closing and opened is not None:
             raise MalformedInputError(path, opened, f"<top> not closed by a </top> before the next <top> (line {number})")
-        opened = None if closing else number
+        if closing and not numbered:
+            raise MalformedInputError(path, opened, "topic without a <num>, so no qid")
+        opened, numbered = (None, None) if closing else (number, False)
     if opened is not None:
         raise MalformedInputError(path, opened, "<top> not closed by a </top> before the end of the file")
 
@@ -367,8 +375,9 @@ def check_run_name(name: str) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Unknown options fail first, with the closest known one: argparse reports the missing required
-    options before unknown ones, so ``--modle`` read as "--model is required"."""
+    """Unknown options and commands fail first, with the closest known one: argparse reports the missing
+    required options before unknown ones, so ``--modle`` read as "--model is required", and names no
+    command close to a mistyped one."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)  # --mod is not --model (a prefix would change meaning later)
@@ -385,9 +394,17 @@ class _Parser(argparse.ArgumentParser):
             looks_like_one = option.startswith("-") and option != "-" and " " not in arg
             if looks_like_one and not self._negative_number_matcher.match(arg) \
                     and option not in self._option_string_actions:
-                close = difflib.get_close_matches(option, list(self._option_string_actions), n=1, cutoff=0.6)
-                self.error(f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else ""))
+                self._unknown("option", option, self._option_string_actions)
+            if commands and not looks_like_one:  # the main parser's one positional is the command
+                self._unknown("command", arg, commands)
         return super().parse_known_args(args, namespace)
+
+    def _unknown(self, kind: str, name: str, known) -> None:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        if close:
+            self.error(f"unknown {kind} {name}; did you mean {close[0]}?")
+        # a few commands are worth listing; dozens of options are --help's
+        self.error(f"unknown {kind} {name}" + (f" (known: {', '.join(sorted(known))})" if kind == "command" else ""))
 
 
 class _Version(argparse.Action):
@@ -408,8 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                      help="what to do (add --help after one for its options)")
 
-    demo = commands.add_parser("demo", help="train FirstP, MaxP and PARADE-Attn on the shipped WordNet prose and "
-                                            "compare them, with query controls, offline")
+    demo = _add_command(commands, "demo", "train FirstP, MaxP and PARADE-Attn on the shipped WordNet prose and "
+                                          "compare them, with query controls, offline")
     demo.add_argument("--output", default="demo-output", help="where the index, models, plot and test candidates go")
     demo.add_argument("--quick", action="store_true", help="a tiny collection and a few training steps: a smoke test")
     demo.add_argument("--backbone", help="a local encoder directory (default: the packaged MiniLM)")
@@ -419,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="precision (default fp32, the recorded run's, on every CPU; auto: bf16 where the "
                            "device computes it natively)")
 
-    commands.add_parser("models", help="list the model names that train --model (and rerank --model with --backbone) accept")
+    _add_command(commands, "models",
+                 "list the model names that train --model (and rerank --model with --backbone) accept")
 
     runtime = _Parser(add_help=False)
     runtime.add_argument("--topics", required=True, help="TREC topics, or qid<TAB>query lines")
@@ -433,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtime.add_argument("--top-k", type=int, help="candidates per query (default: all of a run, 100 from an index)")
     _add_device_options(runtime)
 
-    train = commands.add_parser("train", parents=[runtime], help="fine-tune a model end to end and save it")
+    train = _add_command(commands, "train", "fine-tune a model end to end and save it", parents=[runtime])
     train.add_argument("--model", required=True, help="a model name (see the models command)")
     train.add_argument("--backbone", required=True, help="a HuggingFace encoder (hub id or directory)")
     train.add_argument("--qrels", required=True, help="TREC qrels")
@@ -447,8 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--valid-metric", default="nDCG@10", help="an ir_measures name (default nDCG@10)")
     train.add_argument("--fit", nargs="*", default=[], metavar="KEY=VALUE", help="fit options, e.g. lr=2e-5")
 
-    rerank = commands.add_parser("rerank", parents=[runtime], help="re-rank candidates with a saved model, or "
-                                                                   "zero-shot with a model over a cross-encoder")
+    rerank = _add_command(commands, "rerank", "re-rank candidates with a saved model, or zero-shot with a model over "
+                                              "a cross-encoder", parents=[runtime])
     rerank.add_argument("--model", required=True, help="a saved pyterrier_longdoc model (directory or hub id); "
                                                        "with --backbone: a model name (see the models command)")
     rerank.add_argument("--backbone", help="start --model from this trained cross-encoder (directory or hub id), "
@@ -461,9 +479,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_command(commands, name: str, summary: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand whose one-line summary is both its entry in the main --help and the description
+    at the top of its own."""
+    return commands.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".", **kwargs)
+
+
 def _add_reproduce(commands) -> None:
-    reproduce = commands.add_parser("reproduce", help="run a paper's table rows end to end (ir_datasets, BM25, "
-                                                      "training per seed), published beside measured")
+    reproduce = _add_command(commands, "reproduce", "run a paper's table rows end to end (ir_datasets, BM25, "
+                                                    "training per seed), published beside measured")
     reproduce.add_argument("paper", nargs="?", help="boytsov2022 or positional-bias")
     reproduce.add_argument("--table", type=int, help="one table of the paper (default: all)")
     reproduce.add_argument("--row", help="one row, e.g. maxp (default: every row of the table)")

@@ -291,7 +291,7 @@ class LongDocModel(ObservedStages, nn.Module):
         for file in self.code_files:  # a load with trust_remote_code reads the code here, and only here
             shutil.copyfile(file, path / Path(file).name)
         if not scores_windows(self):
-            save_not_a_cross_encoder(path)  # CrossEncoder(path) fails, naming the model, rather than guess a head
+            save_not_a_cross_encoder(path, config.model)  # CrossEncoder(path) fails, naming the model
         save_weights(self, path / WEIGHTS_NAME)
         config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
         config.encoder = {**config.encoder, "architectures": [architecture(self)]}

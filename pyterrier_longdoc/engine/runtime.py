@@ -54,7 +54,7 @@ class Runtime:
     text_field: str = "text"
     device: str | torch.device | list | None = None
     dtype: str | torch.dtype | None = None
-    verbose: bool | None = None  # None: quiet scoring, a progress bar while fit trains; False: both quiet
+    verbose: bool | None = None  # see engine.progress
     warn_cropping: bool | None = None  # None: the model's own default
     attn_implementation: str | None = None
     max_batch_tokens: int | None = None
@@ -113,6 +113,12 @@ class Runtime:
     @staticmethod
     def _check_partial_last_layer(value) -> None:
         _check_flag("partial_last_layer", value)
+
+    @staticmethod
+    def _check_verbose(value) -> None:
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"verbose must be True (a progress bar), False (none) or None (a bar once a call has "
+                            f"run a few seconds), got {value!r}")
 
     @staticmethod
     def _check_onednn_linears(value) -> None:

@@ -57,10 +57,19 @@ def architecture(model: nn.Module) -> str:
     return type(model.encoder).__name__
 
 
+def not_a_cross_encoder(model: str, folder: str | None = None) -> str:
+    """Why a saved ``model`` (its short name) in ``folder`` is no sentence-transformers ``CrossEncoder``."""
+    return (f"{folder or 'the folder'} holds a pyterrier_longdoc {model!r} model, which is not a cross-encoder: it "
+            "scores a document from its windows together, so a (query, passage) classifier would be a new, random "
+            "one. Load it with pyterrier_longdoc.LongDocReranker.from_pretrained"
+            f"({repr(folder) if folder else '<this folder>'}) (or pt.Artifact.load)")
+
+
 class NotACrossEncoder:
     """What ``modules.json`` names in the folder of a model that does not score windows one at a
-    time (PARADE, CEDR, LongP pooled otherwise, a linear head...): sentence-transformers'
-    ``CrossEncoder(folder)`` loads the modules it names, so it stops with an error naming the model
+    time (PARADE, CEDR, LongP pooled otherwise, a linear head...), for the sentence-transformers
+    versions that read no ``requirements`` (see ``save_not_a_cross_encoder``): ``CrossEncoder(folder,
+    trust_remote_code=True)`` loads the modules it names, so it stops with an error naming the model
     and how to load it, instead of putting a new, random classifier on its encoder.
     (transformers' ``AutoModel`` still loads the encoder.)"""
 
@@ -69,21 +78,26 @@ class NotACrossEncoder:
         import json
 
         config = json.loads((Path(model_name_or_path) / "config.json").read_text()).get("pyterrier_longdoc", {})
-        raise ValueError(f"{model_name_or_path} holds a pyterrier_longdoc {config.get('model', '')!r} model, which is "
-                         "not a cross-encoder: it scores a document from its windows together, so a (query, passage) "
-                         "classifier would be a new, random one. Load it with pyterrier_longdoc.LongDocReranker."
-                         f"from_pretrained({str(model_name_or_path)!r}) (or pt.Artifact.load)")
+        raise ValueError(not_a_cross_encoder(config.get("model", ""), str(model_name_or_path)))
 
 
-def save_not_a_cross_encoder(path: Path) -> None:
-    """``modules.json`` naming :class:`NotACrossEncoder`, in the folder of a model that is not a
-    cross-encoder, and the ``config_sentence_transformers.json`` that makes ``CrossEncoder`` read
-    it (sentence-transformers 6 and later; older versions build a cross-encoder from config.json alone)."""
+def save_not_a_cross_encoder(path: Path, model: str) -> None:
+    """The sentence-transformers files of a folder whose ``model`` (its short name) is not a
+    cross-encoder, so that ``CrossEncoder(path)`` refuses it, naming the model, rather than guess a
+    head. ``config_sentence_transformers.json`` makes ``CrossEncoder`` read the folder as its own
+    (sentence-transformers 6 and later; older versions build a cross-encoder from config.json alone);
+    it declares a requirement no Python meets, whose reason is the refusal: sentence-transformers
+    checks requirements before it imports any module, so the refusal comes first, and alone, instead
+    of its generic "pass trust_remote_code=True" for ``modules.json``'s class (which versions without
+    requirements still reach)."""
     import json
 
     module = {"idx": 0, "name": "0", "path": "", "type": f"{NotACrossEncoder.__module__}.NotACrossEncoder"}
     (Path(path) / "modules.json").write_text(json.dumps([module], indent=2) + "\n")
-    (Path(path) / "config_sentence_transformers.json").write_text(json.dumps({"model_type": "CrossEncoder"}) + "\n")
+    refusal = {"specifier": "<0", "reason": "No Python loads it with sentence-transformers: "
+                                            + not_a_cross_encoder(model) + "."}
+    st_config = {"model_type": "CrossEncoder", "requirements": {"python": refusal}}
+    (Path(path) / "config_sentence_transformers.json").write_text(json.dumps(st_config, indent=2) + "\n")
 
 
 def save_weights(model: nn.Module, file: Path) -> None:

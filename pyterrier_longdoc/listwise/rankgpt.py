@@ -9,6 +9,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ..engine.frames import column_texts, input_frame
+from ..engine.progress import progress_bar
 from .._warn import renamed, warn
 from .backends import ChatBackend
 from .calls import ChatCalls
@@ -49,7 +50,8 @@ class RankGPT(pt.Transformer):
         cache, cache_dir, retries, backoff: see :class:`~pyterrier_longdoc.listwise.ChatCalls`.
         threads: queries re-ranked at once (an API answers several requests in parallel; the
             windows of one query always run in turn, each on the previous one's order).
-        verbose: a progress bar over queries.
+        verbose: a progress bar over queries: True from the start, None (default) once the call
+            has run a few seconds, False never (the models' rule).
         window, step: the deprecated names of ``window_passages`` and ``stride_passages`` (a
             DeprecationWarning; they go in the next release: the library's ``window`` counts tokens).
 
@@ -66,7 +68,7 @@ class RankGPT(pt.Transformer):
                  stride_passages: int = STRIDE_PASSAGES,
                  top_k: int | None = 100, max_doc_tokens: int | None = 300, context_tokens: int | None = None,
                  tokenizer=None, text_field: str = "text", cache: bool = True, cache_dir=None, retries: int = 6,
-                 backoff: float = 1.0, threads: int = 1, verbose: bool = False, window: int | None = None,
+                 backoff: float = 1.0, threads: int = 1, verbose: bool | None = None, window: int | None = None,
                  step: int | None = None):
         window_passages, stride_passages = _window_passages(window_passages, stride_passages, window, step)
         for name, value, optional in (("window_passages", window_passages, False),
@@ -116,9 +118,9 @@ class RankGPT(pt.Transformer):
         scores, unread = np.zeros(len(inp)), []
         with ThreadPoolExecutor(self.threads) as pool:  # the windows of a query run in turn, queries side by side
             results = pool.map(lambda item: self._rerank(item[0], [texts[i] for i in item[1]]), queries_rows)
-            for (_, rows), (order, no_ids, windows) in pt.tqdm(
-                    zip(queries_rows, results), total=len(queries_rows), desc="RankGPT", unit="query",
-                    disable=not self.verbose):
+            for (_, rows), (order, no_ids, windows) in progress_bar(
+                    self.verbose, iterable=zip(queries_rows, results), total=len(queries_rows), desc="RankGPT",
+                    unit="query"):
                 scores[rows[order]] = np.arange(len(rows), 0, -1, dtype=np.float64)
                 unread.append((no_ids, windows))
         self._warn_unread(unread)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyterrier as pt
 import torch
 
 from ..engine.config import ModelConfig
+from ..engine.progress import progress_bar
 from .._warn import warn
 from .arguments import TrainingArguments
 from .checkpoints import STATE_JSON, remove_checkpoints, remove_leftovers, resume, save_checkpoint
@@ -176,8 +176,8 @@ class Trainer(CheckpointedRun):
         if self.selection is not None and self.selection.start is None:
             self.evaluate()  # the start: what training must beat
         scoring = scoring_module(self.reranker, self.world)
-        progress = pt.tqdm(total=self.total_steps, initial=self.global_step, unit="step",
-                           desc=f"fit {type(self.reranker).__name__}", disable=self.reranker.verbose is False or self.rank)
+        progress = progress_bar(self.reranker.verbose, total=self.total_steps, initial=self.global_step, unit="step",
+                                desc=f"fit {type(self.reranker).__name__}", disable=bool(self.rank))
         with progress:
             for epoch in range(self.global_step // self.steps_per_epoch, self.args.epochs):
                 if self.stopped():

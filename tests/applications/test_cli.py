@@ -358,6 +358,23 @@ def test_every_option_of_every_command_has_help():
     assert without == []
 
 
+def test_every_command_says_what_it_does_at_the_top_of_its_help(capsys):
+    for name, parser in _parsers(build_parser()):
+        assert parser.description, name
+    with pytest.raises(SystemExit):
+        main(["rerank", "--help"])
+    assert "Re-rank candidates with a saved model" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command, hint", [("rerunk", "; did you mean rerank?"), ("tran", "; did you mean train?"),
+                                           ("zzzz", " (known: demo, models, reproduce, rerank, train)")])
+def test_a_mistyped_command_gets_the_closest_one(command, hint, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main([command, "--topics", "t"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: unknown command {command}{hint}")
+
+
 def test_models_prints_plain_text_not_rst(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out
@@ -390,8 +407,10 @@ def test_values_that_look_like_numbers_are_not_unknown_options(capsys):
     ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n<top>\n<num> 8 </num>\n<title> blue </title>\n",
      5, "<top> not closed by a </top> before the end of the file"),
     ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n</top>\n", 5, "</top> without a <top> before it"),
+    ("<top>\n<num> 7 </num>\n<title> red </title>\n</top>\n\n<top>\n<title> blue </title>\n</top>\n",
+     6, "topic without a <num>, so no qid"),
 ])
-def test_an_unclosed_top_names_the_file_and_its_line(content, line, problem, tmp_path):
+def test_a_malformed_top_names_the_file_and_its_line(content, line, problem, tmp_path):
     from pyterrier_longdoc.engine.files import MalformedInputError
 
     topics = tmp_path / "topics.trec"

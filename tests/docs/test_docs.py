@@ -120,6 +120,25 @@ def test_every_public_class_is_in_the_api_reference():
     assert not [name for name in public if f"autoclass:: {name}\n" not in reference]
 
 
+def test_every_method_the_readme_and_the_guide_call_is_in_the_api_reference():
+    import pyterrier_longdoc as pl
+
+    methods = {name for name in vars(pl.LongDocReranker) if not name.startswith("_")
+               and callable(getattr(pl.LongDocReranker, name))}
+    text = (ROOT / "README.md").read_text() + "".join(page.read_text() for page in (DOCS / "guide").glob("*.md"))
+    called = methods & set(re.findall(r"\.(\w+)\(", text))
+    members = re.search(r"autoclass:: pyterrier_longdoc\.LongDocReranker\n +:members: (.*)",
+                        (DOCS / "api.md").read_text()).group(1).split(", ")
+    assert sorted(called - set(members)) == []
+
+
+def test_the_guide_states_the_progress_bars_delay_the_code_uses():
+    from pyterrier_longdoc.engine.progress import PROGRESS_DELAY
+
+    text = " ".join((DOCS / "guide" / "starting.md").read_text().split())
+    assert f"`None` shows it once a call has run {PROGRESS_DELAY:g} seconds" in text
+
+
 API_ONLY_CONF = """
 import sys
 sys.path.insert(0, {docs!r})

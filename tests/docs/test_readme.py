@@ -35,6 +35,15 @@ def test_readme_is_short_and_keeps_the_ci_commands_and_its_links():
         [link for link in links if not (ROOT / link.split("#")[0]).exists()]
 
 
+def test_readme_says_how_the_demos_models_read_and_what_explain_gives():
+    from pyterrier_longdoc.demo import WINDOWS
+
+    demo = README[README.index("## Two commands"):README.index("<!-- ci: set up and run the demo -->")]
+    assert f"240-token windows, `window={WINDOWS['window']}, stride={WINDOWS['stride']}`" in demo
+    assert WINDOWS["window"] == WINDOWS["stride"] == 240  # disjoint, as the paragraph says
+    assert "`model.explain(candidates)`" in README
+
+
 # README's quickstart is documentation run end to end, as the tutorials' notebooks are: "not notebook" leaves it out
 @pytest.mark.notebook
 @pytest.mark.slow  # FirstP and PARADE-Attn over 50 queries and PARADE's query controls: minutes on two CPU cores

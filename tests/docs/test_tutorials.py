@@ -134,6 +134,12 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
               fresh[2]]
     assert "code cell 2 ('run()'), stderr: the text differs" in notebook_outputs.differences(saved, warned)[0]
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
+    # a model's bar (verbose=None: once a call has run a few seconds), redrawn in place between two lines of a
+    # fresh run only, leaves no blank line behind
+    quiet = [cell_with("score()", ("stderr", "warning: one\nwarning: two\n"))]
+    barred = [cell_with("score()", ("stderr", "warning: one\n\rMaxP:   0%|  | 0/3 [00:00<?, ?doc/s]"
+                                              "\rMaxP: 100%|##| 3/3 [00:03<00:00,  1.00doc/s]\nwarning: two\n"))]
+    assert notebook_outputs.differences(quiet, barred) == []
 
 
 ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models", "08_parade_lab"]

@@ -132,6 +132,7 @@ def test_every_runtime_option_is_set_the_same_three_ways(tiny_bert):
     ("dtype", "bf17", "unknown dtype 'bf17'"), ("batch_size", 0, "batch_size must be a positive integer"),
     ("batching", "random", "unknown batching 'random'"), ("device", "cuda", "device='cuda': no CUDA GPU"),
     ("onednn_linears", "yes", "onednn_linears must be True or False"),
+    ("verbose", "yes", r"verbose must be True \(a progress bar\), False \(none\) or None .*, got 'yes'"),
 ])
 def test_a_bad_value_fails_when_set_naming_the_option_and_changes_nothing(tiny_bert, monkeypatch, name, value,
                                                                            message):

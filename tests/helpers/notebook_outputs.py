@@ -1,7 +1,9 @@
 """Compares a notebook's saved outputs with a fresh run's: the same text, cell for cell, stream for
 stream, with what legitimately differs between two runs left out.
 
-Left out: progress bars (lines of tqdm's ``|...| n/m [..it/s]``); the random part of temporary
+Left out: progress bars (lines of tqdm's ``|...| n/m [..it/s]``, each line read as a terminal shows
+it, after its last carriage return: a model's bar shows in a fresh run once a call has run a few
+seconds, so a saved output without it still compares equal); the random part of temporary
 folders' names (``tempfile.mkdtemp``: ``longdoc-training-cf_mwzbu``); the numbers of a cell that
 measures time (its source calls ``perf_counter`` or names ``seconds`` or ``timings``: its text is
 compared, its numbers are not); figures (their text, ``<Figure size ...>``, is compared) and HTML
@@ -38,8 +40,10 @@ def comparable(cell) -> dict[str, tuple[str, list[float]]]:
     times = bool(_MEASURES_TIME.search(cell.source))
     compared = {}
     for kind, parts in texts.items():
-        lines = [_TEMPORARY.sub(r"\1<random>", line) for line in "".join(parts).splitlines()
-                 if not _PROGRESS_BAR.search(line)]
+        # each line as a terminal shows it: what follows its last carriage return (a bar redrawn in
+        # place), so that a bar between two lines of text leaves no line behind
+        shown = (line.rstrip("\r").rsplit("\r", 1)[-1] for line in "".join(parts).split("\n"))
+        lines = [_TEMPORARY.sub(r"\1<random>", line) for line in shown if not _PROGRESS_BAR.search(line)]
         text = "\n".join(line.rstrip() for line in lines).strip()
         numbers = [] if times else [float(n) for n in _NUMBER.findall(text)]
         compared[kind] = (_NUMBER.sub("#", text), numbers)

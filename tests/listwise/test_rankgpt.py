@@ -101,6 +101,25 @@ def test_sliding_window_matches_the_hand_computed_permutation(server, openai_key
     assert out["score"].tolist() == list(np.arange(25.0, 0, -1)) and out["rank"].tolist() == list(range(25))
 
 
+@pytest.mark.parametrize("verbose, disabled, delayed", [(None, False, True), (True, False, False), (False, True, True)])
+def test_the_bar_over_queries_follows_the_models_rule(server, openai_key, monkeypatch, verbose, disabled, delayed):
+    """As the models: by default a bar once a call has run a few seconds (an API call takes seconds)."""
+    import pyterrier as pt
+
+    from pyterrier_longdoc.engine.progress import PROGRESS_DELAY
+
+    bars = []
+
+    def recorded(iterable=None, disable=False, delay=0, unit="it", **_):
+        bars.append((disable, delay, unit))
+        return iterable
+
+    monkeypatch.setattr(pt, "tqdm", recorded)
+    kwargs = {} if verbose is None else {"verbose": verbose}
+    openai_rankgpt(server, **kwargs)(candidates(3))
+    assert bars == [(disabled, PROGRESS_DELAY if delayed else 0, "query")]
+
+
 def test_top_k_leaves_the_rest_in_first_stage_order(server, openai_key):
     out = openai_rankgpt(server, top_k=4)(candidates(6))
     assert docnos(out) == ["d3", "d2", "d1", "d0", "d4", "d5"]

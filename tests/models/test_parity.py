@@ -4,6 +4,7 @@ GridSearch/GridScan tuning chunking settings, pt.inspect on the artifact, warnin
 user's line, and the progress bar."""
 import copy
 import json
+import re
 import warnings
 
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc.engine import progress
+from pyterrier_longdoc.engine.progress import PROGRESS_DELAY
 
 from helpers.contract import castle_counter
 from helpers.cross_encoders import PAIRS, write_cross_encoder
@@ -65,6 +68,26 @@ def test_predict_gives_what_cross_encoder_predict_gives(pair):
     assert ours.batch_size == 16 and ours.verbose is None  # the call's options were for that call only
 
 
+@pytest.mark.parametrize("method", ["predict", "rank"])
+def test_every_argument_name_of_cross_encoder_is_taken(method):
+    """Code written for CrossEncoder runs unchanged: each argument it names (``inputs=...``) is one of ours."""
+    import inspect
+
+    from sentence_transformers import CrossEncoder
+
+    theirs = [name for name, p in inspect.signature(getattr(CrossEncoder, method)).parameters.items()
+              if name != "self" and p.kind is not p.VAR_KEYWORD]
+    ours = inspect.signature(getattr(pl.MaxP, method)).parameters
+    assert [name for name in theirs if name not in ours] == []
+
+
+def test_predict_takes_its_inputs_by_cross_encoders_name(pair):
+    ours, theirs = pair
+    pairs = list(zip(QUERIES, DOCS))
+    np.testing.assert_allclose(ours.predict(inputs=pairs, activation_fn=torch.nn.Sigmoid()),
+                               theirs.predict(inputs=pairs), atol=1e-5)
+
+
 def test_rank_gives_what_cross_encoder_rank_gives(pair):
     ours, theirs = pair
     documents = DOCS + ["the red castle", "a house"]
@@ -84,8 +107,9 @@ def test_a_progress_bar_counts_documents_from_the_start(pair, monkeypatch):
     bars = []
 
     class Recorder:
-        def __init__(self, total=None, disable=False, unit="it", **_):
+        def __init__(self, total=None, disable=False, unit="it", delay=0, **_):
             self.total, self.disable, self.unit, self.n, self.at_start = total, disable, unit, 0, total
+            self.delay = delay
             bars.append(self)
 
         def update(self, n):
@@ -101,10 +125,40 @@ def test_a_progress_bar_counts_documents_from_the_start(pair, monkeypatch):
     maxp = pl.MaxP(str(ours._source[0]), window=4, stride=2, max_query_tokens=8)
     maxp.predict(list(zip(QUERIES, DOCS)), show_progress_bar=True)
     bar, = bars
-    assert not bar.disable and bar.unit == "doc"
+    assert not bar.disable and bar.unit == "doc" and bar.delay == 0
     assert bar.at_start == bar.total == bar.n == 3  # a total before the first batch; documents, not windows
     maxp.predict(list(zip(QUERIES, DOCS)))
-    assert bars[1].disable  # verbose is off by default
+    assert not bars[1].disable and bars[1].delay == PROGRESS_DELAY  # by default, once the call has run a while
+    maxp.predict(list(zip(QUERIES, DOCS)), show_progress_bar=False)
+    assert bars[2].disable
+
+
+@pytest.mark.parametrize("verbose, shown", [(None, True), (True, True), (False, False)])
+def test_a_long_call_shows_its_bar_on_stderr_unless_verbose_is_false(pair, monkeypatch, capsys, verbose, shown):
+    """verbose=None: no bar for a quick call, a bar once a call has run PROGRESS_DELAY seconds; the
+    tutorials' comparison of saved outputs leaves the bar's lines out."""
+    import time
+
+    from helpers.notebook_outputs import comparable
+
+    ours, _ = pair
+    maxp = pl.MaxP(str(ours._source[0]), window=4, stride=2, max_query_tokens=8, verbose=verbose, batch_size=1)
+    frame = pd.DataFrame({"qid": ["1"] * 3, "query": QUERIES, "docno": ["a", "b", "c"], "text": DOCS})
+    maxp(frame)
+    assert ("MaxP" in capsys.readouterr().err) == bool(verbose)  # a quick call: a bar only if asked for from the start
+    score = maxp.model.score
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(maxp.model, "score", slow)
+    monkeypatch.setattr(progress, "PROGRESS_DELAY", 0.1)
+    maxp(frame)
+    err = capsys.readouterr().err
+    assert bool(re.search(r"MaxP: 100%\|.*\| 3/3 \[", err)) == shown, err
+    cell = type("Cell", (), {"source": "", "outputs": [{"output_type": "stream", "name": "stderr", "text": err}]})
+    assert comparable(cell)["stderr"] == ("", [])
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
@@ -218,6 +272,15 @@ def test_firstp_crops_by_definition_so_it_warns_only_when_asked(cross_encoder):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", "MaxP: .*documents are longer")
         maxp(frame)
+
+
+def test_the_model_card_links_only_to_pages_that_exist(tiny_bert):
+    """No PyPI page of the library (it is not published there) and no repository URL (none is recorded)."""
+    from pyterrier_longdoc._card import model_card
+
+    card = model_card(new_model(tiny_bert))
+    assert re.findall(r"\]\((https?://[^)]+)\)", card) == ["https://github.com/terrier-org/pyterrier"]
+    assert "pypi.org" not in card
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps

@@ -3,7 +3,9 @@ saved models as pt.Artifacts with a model card, predict/rank on plain lists, fra
 and rank, a progress bar with a total; and two checks on what a model gives: weights verified
 against their checksum, non-finite scores named; and the project's own: its metadata in
 pyproject.toml, the code clean under ruff, type information shipped (py.typed)."""
+import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 import torch
+from helpers.setup_py import long_description
 from helpers.toy_training import FAST, new_model, toy_task
 from safetensors.torch import load_file, save_file
 
@@ -160,18 +163,55 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_project_is_described_by_pyproject():
     tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    # setup.py only delegates, for tools that still run it: everything is declared in pyproject.toml
-    assert "setup()" in (ROOT / "setup.py").read_text() and "setup(" not in (ROOT / "setup.py").read_text().replace(
-        "setup()", "")
+    # setup.py declares the one thing pyproject.toml cannot, the long description (README with its relative links
+    # rewritten), and for tools that still run it delegates the rest
+    call, = [node for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup"]
+    assert not call.args and {k.arg for k in call.keywords} == {"long_description", "long_description_content_type"}
     assert project["project"]["license"] == "Apache-2.0" and project["project"]["license-files"] == ["LICENSE"]
     assert project["build-system"]["build-backend"] == "setuptools.build_meta"
-    assert project["project"]["dynamic"] == ["version"]  # one version: pyterrier_longdoc/_version.py
+    assert project["project"]["dynamic"] == ["version", "readme"]  # one version: pyterrier_longdoc/_version.py
     assert project["tool"]["setuptools"]["dynamic"]["version"]["attr"] == "pyterrier_longdoc._version.__version__"
     assert project["project"]["scripts"]["pyterrier-longdoc"] == "pyterrier_longdoc.cli:main"
     assert "reranker.pyterrier_longdoc" in project["project"]["entry-points"]["pyterrier.artifact"]
     assert "ruff" in project["project"]["optional-dependencies"]["dev"]
     assert "py.typed" in project["tool"]["setuptools"]["package-data"]["pyterrier_longdoc"]
     assert (ROOT / "pyterrier_longdoc" / "py.typed").is_file()
+
+
+def test_the_long_description_has_no_link_pypi_cannot_follow():
+    """PyPI's page of README.md would link its relative paths to pypi.org: each is its text and its path."""
+    readme = (ROOT / "README.md").read_text()
+    description = long_description(readme)
+    relative = [link for link in re.findall(r"\]\(([^)]+)\)", readme) if "://" not in link]
+    assert relative and [link for link in re.findall(r"\]\(([^)]+)\)", description) if "://" not in link] == []
+    assert all(link in description for link in relative)  # each path still named
+    assert [link for link in re.findall(r"\]\(([^)]+)\)", readme) if "://" in link] == \
+        re.findall(r"\]\(([^)]+)\)", description)  # the absolute links kept, in order
+    assert description.startswith("# pyterrier-longdoc\n") and "files of the source repository" in description
+
+
+def test_the_metadata_names_its_authors_valid_classifiers_and_real_urls():
+    """As CITATION.cff: its authors, and Project-URLs only of pages that exist (PyTerrier, the papers it
+    cites by DOI or arXiv id); the project's own URL is recorded nowhere. Classifiers are PyPI's own."""
+    tomllib = pytest.importorskip("tomllib")
+    trove_classifiers = pytest.importorskip("trove_classifiers")
+    yaml = pytest.importorskip("yaml")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert project["authors"] == [{"name": author["name"]} for author in citation["authors"]]
+    assert project["classifiers"] and set(project["classifiers"]) <= trove_classifiers.classifiers
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # PEP 639: license is the SPDX one
+    cited = {reference.get("doi") for reference in citation["references"]}
+    cited |= {i["value"] for reference in citation["references"] for i in reference.get("identifiers", [])}
+    for label, url in project["urls"].items():
+        assert len(label) <= 32, label  # the core metadata's limit on a Project-URL's label
+        if "doi.org/" in url:
+            assert url.split("doi.org/")[1] in cited, url
+        elif "arxiv.org/abs/" in url:
+            assert "arXiv:" + url.split("arxiv.org/abs/")[1] in cited, url
+        else:
+            assert url == "https://github.com/terrier-org/pyterrier", url
 
 
 def test_the_code_passes_ruff():

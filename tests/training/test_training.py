@@ -127,7 +127,10 @@ def test_resuming_with_other_model_settings_or_another_model_is_refused(tiny_ber
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")
-def test_fit_shows_a_progress_bar_unless_verbose_is_false(tiny_bert, capsys):
+def test_fit_shows_a_progress_bar_unless_verbose_is_false(tiny_bert, capsys, monkeypatch):
+    from pyterrier_longdoc.engine import progress
+
+    monkeypatch.setattr(progress, "PROGRESS_DELAY", 0)  # verbose=None's bar, as if the toy fit had run long
     topics, qrels, candidates = toy_task(n_queries=2)
     new_model(tiny_bert).fit(topics, qrels, candidates, **FAST)
     assert "fit MaxP" in capsys.readouterr().err
