@@ -42,10 +42,11 @@ class AttentionAggregator(Aggregator):
     trained cross-encoder it ranks exactly as PARADE-Avg (the head on the mean [CLS]), then learns
     where to look. A document stage that never improves on validation keeps that start, which
     already ranks, instead of a vector drawn at random (C is trainable from zero: its gradient is
-    the head's gradient on the windows' spread around their mean). A start along the head's gradient at the origin (attend where the cross-encoder scores
-    highest) was measured and not kept: zero-shot it ranks like MaxP and on FOLDOC FarRelevant
-    it trained better, but on the demo's collection, whose hard negatives fool the warm start's
-    windows, it trained worse at every scale of C tried (far RR 0.47-0.54 against 0.84).
+    the head's gradient on the windows' spread around their mean). A start along the head's
+    gradient at the origin (attend where the cross-encoder scores highest) was measured and not
+    kept: zero-shot it ranks like MaxP and on FOLDOC FarRelevant it trained better, but on the
+    demo's collection, whose hard negatives fool the warm start's windows, it trained worse at
+    every scale of C tried.
     """
 
     chunk_head = True
