@@ -85,15 +85,29 @@ def rr_per_query(run: pd.DataFrame, qrels: pd.DataFrame) -> pd.Series:
     return pd.Series({m.query_id: m.value for m in values})
 
 
-def cross_validated(valid: pd.DataFrame, qrels: pd.DataFrame, method) -> float:
-    """Mean RR@10 over the validation queries, each scored by ``method`` fitted on the other folds."""
+def cross_validated(valid: pd.DataFrame, qrels: pd.DataFrame, method) -> pd.Series:
+    """RR@10 of each validation query, scored by ``method`` fitted on the other folds."""
     qids = np.array(sorted(valid["qid"].unique()))
     folds = np.array_split(np.random.default_rng(0).permutation(qids), min(FOLDS, len(qids)))
     values = []
     for fold in folds:
         train, held = valid[~valid["qid"].isin(fold)], valid[valid["qid"].isin(fold)]
         values.append(rr_per_query(method(train, qrels)[1](held), qrels).reindex(fold, fill_value=0.0))
-    return float(pd.concat(values).mean())
+    return pd.concat(values).sort_index()
+
+
+def kept(interpolated: pd.Series, learned_values: pd.Series) -> dict:
+    """What the library keeps, decided on validation alone: the learned combination only where it ranks the
+    validation queries better by a paired t-test (p < 0.05); else the interpolation, one number and no model of its
+    own (the simpler of two that validation cannot tell apart)."""
+    from scipy import stats
+
+    difference = float(learned_values.mean() - interpolated.mean())
+    p = 1.0 if np.allclose(learned_values, interpolated) else float(stats.ttest_rel(learned_values, interpolated).pvalue)
+    better = difference > 0 and p < 0.05
+    return {"kept": "learned (pt.ltr)" if better else "interpolation", "validation difference (learned - interpolation)":
+            round(difference, 4), "validation p-value": round(p, 4),
+            "queries that differ": int((learned_values != interpolated).sum())}
 
 
 def main() -> None:
@@ -120,7 +134,7 @@ def main() -> None:
     valid_frame, test_frame = first_stage(valid_topics[["qid", "query"]]), first_stage(test.topics[["qid", "query"]])
     qrels = pd.concat([train.qrels, test.qrels]).astype({"qid": str, "docno": str})
     groups = {"near": set(test.near().topics["qid"]), "far": set(test.far().topics["qid"])}
-    rows, tests, chosen = [], [], {}
+    rows, tests, chosen, validation = [], [], {}, {}
     bm25_rr = rr_per_query(test_frame, qrels)
     for name in ("MaxP", "ParadeAttn"):
         model = MODELS[name][0].from_pretrained(str(output / "models" / name))
@@ -128,12 +142,13 @@ def main() -> None:
         per_method = {}
         for method_name, method in (("interpolation", interpolation), ("learned (pt.ltr)", learned)):
             cv = cross_validated(valid, qrels, method)
+            validation[(name, method_name)] = cv
             weight, score = method(valid, qrels)
             per_method[method_name] = rr_per_query(score(test_features), qrels).reindex(bm25_rr.index, fill_value=0.0)
             chosen[(name, method_name)] = weight
             for group, qids in groups.items():
                 values = per_method[method_name][per_method[method_name].index.isin(qids)]
-                rows.append((name, method_name, group, cv, float(values.mean()),
+                rows.append((name, method_name, group, float(cv.mean()), float(values.mean()),
                              float(bm25_rr[bm25_rr.index.isin(qids)].mean())))
         for group, qids in groups.items():
             inter, ltr = (per_method[m][per_method[m].index.isin(qids)] for m in ("interpolation", "learned (pt.ltr)"))
@@ -146,9 +161,7 @@ def main() -> None:
                                         "test RR@10", "BM25 test RR@10"])
     family = pd.DataFrame(tests, columns=["model", "group", "difference", "mean", "p-value"])
     family["p-value (Holm)"] = correct_pvalues(family["p-value"].to_numpy(), "holm")[1]
-    keep = {name: ("learned (pt.ltr)" if table[(table["model"] == name) & (table["combination"] == "learned (pt.ltr)")]
-                   ["validation RR@10 (4-fold)"].iloc[0] > table[(table["model"] == name) & (table["combination"] ==
-                   "interpolation")]["validation RR@10 (4-fold)"].iloc[0] else "interpolation")
+    keep = {name: kept(validation[(name, "interpolation")], validation[(name, "learned (pt.ltr)")])
             for name in ("MaxP", "ParadeAttn")}
     seconds, cpu_seconds = time.time() - started, time.process_time() - cpu
     when = datetime.now(timezone.utc)
@@ -157,7 +170,7 @@ def main() -> None:
               "validation_queries": int(valid_topics["qid"].nunique()), "test_queries": len(test.topics),
               "weights": {f"{m}: {c}": w for (m, c), w in chosen.items() if w is not None},
               "table": table.to_dict(orient="records"), "tests": family.to_dict(orient="records"),
-              "kept (better by 4-fold validation RR@10; interpolation on a tie)": keep}
+              "kept (the learned combination where it is better on validation by a paired t-test, p < 0.05)": keep}
     stem = Path(options.results) / f"fusion-{when:%Y-%m-%d}"
     stem.with_suffix(".json").write_text(json.dumps(record, indent=1))
     text = (f"# Fusion with the first stage: interpolation against pt.ltr\n\n{record['what']}; demo output "
