@@ -9,11 +9,14 @@ plain functions of it, bound as its methods; training sees it through ``training
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import textwrap
 import types
 from pathlib import Path
+from collections.abc import Iterable
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +27,6 @@ import torch
 # what the reranker delegates to: plain functions of it, bound as its methods
 from . import _hub as publishing
 from . import _pairs as pairs
-from . import _parameters as parameters
 from . import _scoring as scoring
 from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
@@ -32,10 +34,11 @@ from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import hub_repository
 from .engine.model import LongDocModel
+from ._parameters import ModelParameters
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
 from ._registry import known_names, model_class, register, registered_models  # noqa: F401
-from .engine.runtime import Runtime, hold_parameters
+from .engine.runtime import OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
 from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator
 
@@ -99,15 +102,16 @@ def _checked_fit_options(fit_options: dict | None) -> dict:
 
 
 def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig,
-          model: LongDocModel, path) -> None:
-    """What a reranker holds: its runtime, ``fit`` defaults and results, the engine with its settings, where the
-    engine runs (``Placement``) and the chunking values ``set_parameter`` took that wait for a partner."""
+          model: LongDocModel, path, given: Iterable[str] = ()) -> None:
+    """What a reranker holds: its runtime, ``fit`` defaults and results, the engine with its settings
+    (``ModelParameters``), where the engine runs (``Placement``); ``given``: the settings given by hand."""
     reranker.runtime, reranker.fit_options, reranker._source = runtime, fit_options, source
     reranker.history = None  # of the last fit (a DataFrame)
     reranker.training_data = reranker.training_options = None
     reranker.config, reranker.model = config, model
-    reranker._settings = type(reranker).Settings.from_dict(config.settings)
-    reranker._pending_settings = {}
+    cls = type(reranker)
+    reranker._parameters = ModelParameters(cls.__name__, cls.Settings.from_dict(config.settings), model, config,
+                                           cls.backbone_settings, given)
     model.runtime = runtime  # the engine options are the reranker's
     reranker._placement = Placement(runtime, model, fp32_embeddings=reranker.fp32_embeddings)
     reranker._placement.place_weights()
@@ -153,6 +157,9 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     config: ModelConfig  # what config.json holds
     fit_options: dict[str, Any]  # fit's defaults
     history: pd.DataFrame | None  # of the last fit
+    training_data: dict[str, int] | None  # what the last fit read
+    training_options: dict[str, Any] | None  # the last fit's options, for the model card
+    path: Any  # pt.Artifact's: the folder it was loaded from
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -182,7 +189,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
                                     verify_weights=verify_weights, seed=seed)
         source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
-        _hold(self, runtime, fit_options, source, config, model, folder)
+        _hold(self, runtime, fit_options, source, config, model, folder, given=settings)
         self._class_defaults()
 
     def _class_defaults(self) -> None:
@@ -205,18 +212,61 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     @property
     def settings(self) -> dict[str, Any]:
         """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them
-        with ``set_parameter``)."""
-        return self._settings.to_dict()
+        with ``set_parameter`` or as attributes, ``model.window = 20``)."""
+        return self._parameters.settings.to_dict()
 
     @property
     def typed_settings(self) -> ModelSettings:
         """The settings as an instance of the class's ``Settings`` (frozen; each field documented)."""
-        return self._settings
+        return self._parameters.settings
 
-    def _replace_settings(self, **changes) -> None:
-        """New settings through ``Settings``' checks; ``config.json`` and ``repr`` follow."""
-        self._settings = self._settings.replace(**changes)
-        self.config.settings = self._settings.to_dict()
+    def get_parameter(self, name: str) -> Any:
+        """A setting of the model's ``Settings`` (``window``, ``stride``, ``k``, ...) or a runtime
+        option (``batch_size``, ``dtype``, ``device``, ... every field of ``Runtime``), as it was set."""
+        return getattr(self.runtime, name) if name in RUNTIME_OPTIONS else self._parameters.get(name)
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        """Change one parameter in place (as ``pt.GridSearch`` does; ``model.window = 20`` is the same call):
+        a setting is saved by ``save_pretrained`` and shown by ``repr`` at once. The value goes through the
+        checks of the model's ``Settings``; one that changes what the weights are (``layers``, ``lora``,
+        CEDR's ``max_query_tokens``) is refused, saying what to do instead. A chunking value that only a
+        setting still to come makes valid (``window=20`` before ``stride=10``) waits for it, checked with the
+        others when the model next reads a document: a frame then gets a warning naming the combination and
+        a run that scores no document, so that a grid search finishes (the guide's "Tuning with
+        pt.GridSearch"); ``predict``, ``fit`` and ``save_pretrained`` raise the error."""
+        if name in RUNTIME_OPTIONS:
+            object.__setattr__(self, name, value)  # the option's property: checked by the runtime
+        else:
+            self._parameters.set(name, value)
+
+    def tunable_parameters(self) -> tuple[str, ...]:
+        """The names ``set_parameter`` takes (``get_parameter`` also reads the other settings)."""
+        return self._parameters.tunable()
+
+    def parameter_problem(self) -> str | None:
+        """Why the chunking values ``set_parameter`` took do not work together, or None."""
+        return self._parameters.problem()
+
+    def settle_parameters(self) -> None:
+        """Applies the chunking values ``set_parameter`` took that waited for a partner; an error names a
+        combination that does not work."""
+        self._parameters.settle()
+
+    def __getattr__(self, name: str) -> Any:
+        # a setting read as an attribute (model.window), as PyTerrier's transformers hold their parameters
+        if not name.startswith("_") and name in _setting_names(type(self)):
+            return self._parameters.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # model.window = 20 is set_parameter("window", 20); a name the model does not know (model.windw = 3)
+        # is an error, not an attribute nothing reads
+        if name in _setting_names(type(self)):
+            self._parameters.set(name, value)
+        elif name.startswith("_") or name in self.__dict__ or _declared(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            raise self._parameters.unknown(name)
 
     @classmethod
     def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
@@ -253,10 +303,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         return cls.from_pretrained(hub_repository(repo, branch), **overrides)
 
     def __repr__(self) -> str:
-        # the settings as they are now (set_parameter included), where they differ from the class's
+        # the constructor call that rebuilds the model as it is now (set_parameter and attributes included)
         source, flags = self._source
-        current = {**self._settings.changed(), **self._pending_settings}
-        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **current, **flags}.items())
+        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **self._parameters.shown(),
+                                                   **flags}.items())
         return f"{type(self).__name__}({source!r}{args})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -306,15 +356,21 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     explain = scoring.explain
     predict = pairs.predict
     rank = pairs.rank
-    tunable_parameters = parameters.tunable_parameters
-    get_parameter = parameters.get_parameter
-    set_parameter = parameters.set_parameter
-    parameter_problem = parameters.parameter_problem
-    settle_parameters = parameters.settle_parameters
     save_pretrained = publishing.save_pretrained
     save_cross_encoder = publishing.save_cross_encoder
     push_to_hub = publishing.push_to_hub
     to_hf = publishing.to_hf
+
+
+@cache
+def _setting_names(cls: type[LongDocReranker]) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls.Settings))
+
+
+@cache
+def _declared(cls: type, name: str) -> bool:
+    """Whether the class has ``name`` (a method, property, class value) or declares it as an instance attribute."""
+    return hasattr(cls, name) or any(name in vars(k).get("__annotations__", {}) for k in cls.__mro__)
 
 
 def _stored_fit_options(fit_options: dict, options: dict) -> dict:

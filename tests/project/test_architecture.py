@@ -212,8 +212,10 @@ def test_the_reranker_is_composed_not_mixed_in():
     # each class from the reranker down to a model class has at most 3 bases
     wide = {k.__name__ for c in classes for k in c.__mro__ if issubclass(k, pl.LongDocReranker) and len(k.__bases__) > 3}
     assert not wide, wide
-    # no class of the reranker's hierarchy intercepts attribute assignment (the runtime checks its own options)
-    assert not {k.__name__ for c in classes for k in c.__mro__ if k is not object and "__setattr__" in vars(k)}
+    # one class intercepts attribute assignment, the reranker, to make a setting's assignment set_parameter's (and
+    # refuse a misspelt name); the model classes add none
+    assert {k.__name__ for c in classes for k in c.__mro__ if k is not object and "__setattr__" in vars(k)} \
+        == {"LongDocReranker"}
     assert len(pl.LLMMaxP.__mro__) <= 8  # LLMMaxP, LLMCrossEncoder, MaxP, LongDocReranker, pt's 3, object
 
 
