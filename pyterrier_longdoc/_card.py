@@ -7,9 +7,22 @@ import platform
 import re
 from pathlib import Path
 
+from typing import Any, ClassVar, Protocol
+
 import pandas as pd
 
 from ._version import __version__
+from .engine.config import ModelConfig
+
+
+class CardSubject(Protocol):
+    """What a model card and the artifact metadata read of a model (a ``LongDocReranker`` is one)."""
+
+    name: ClassVar[str | None]
+    config: ModelConfig
+    history: pd.DataFrame | None
+    training_data: dict[str, int] | None
+    training_options: dict[str, Any] | None
 
 ARTIFACT_TYPE, ARTIFACT_FORMAT = "reranker", "pyterrier_longdoc"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -17,7 +30,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _LOG_COLUMNS = ("step", "epoch", "loss", "lr", "grad_norm", "loss_scale")
 
 
-def artifact_metadata(reranker) -> str:
+def artifact_metadata(reranker: CardSubject) -> str:
     """``pt_meta.json``: ``pt.Artifact.load`` finds the loader of a folder by its type and format."""
     return json.dumps({"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-longdoc",
                        "model": reranker.name, "version": __version__}, indent=2) + "\n"
@@ -47,7 +60,7 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def model_card(reranker) -> str:
+def model_card(reranker: CardSubject) -> str:
     config, cls = reranker.config, type(reranker).__name__
     base = hub_id(config.base_model)
     history = getattr(reranker, "history", None)
@@ -77,7 +90,7 @@ def model_card(reranker) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _description(reranker, base: str | None) -> str:
+def _description(reranker: CardSubject, base: str | None) -> str:
     summary = (type(reranker).__doc__ or "").strip().split("\n\n")[0]
     summary = re.sub(r"\s*\([^)]*\d[^)]*\)", "", " ".join(summary.split())).rstrip(".")  # settings: the table's
     start = f" started from [{base}](https://huggingface.co/{base})" if base else ""
@@ -86,7 +99,7 @@ def _description(reranker, base: str | None) -> str:
             "for ranking the documents of a query.")
 
 
-def _details(reranker, base: str | None) -> list[str]:
+def _details(reranker: CardSubject, base: str | None) -> list[str]:
     config, encoder = reranker.config, reranker.config.encoder
     return [f"- **Model Type:** {type(reranker).__name__} (`{reranker.name}`)",
             f"- **Base model:** {f'[{base}](https://huggingface.co/{base})' if base else 'a local folder'}",
@@ -96,7 +109,7 @@ def _details(reranker, base: str | None) -> list[str]:
             "- **Output:** one score (a logit) per (query, document) pair"]
 
 
-def _training(reranker, history: pd.DataFrame, metrics: list[str]) -> list[str]:
+def _training(reranker: CardSubject, history: pd.DataFrame, metrics: list[str]) -> list[str]:
     last = history.iloc[-1]
     steps, epochs = int(last["step"]), int(last["epoch"]) + 1
     lines = []

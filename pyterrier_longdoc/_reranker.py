@@ -9,13 +9,14 @@ plain functions of it, bound as its methods; training sees it through ``training
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import os
 import textwrap
 import types
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, ClassVar
 
@@ -25,15 +26,16 @@ import pyterrier as pt
 import torch
 
 # what the reranker delegates to: plain functions of it, bound as its methods
-from . import _hub as publishing
-from . import _pairs as pairs
-from . import _scoring as scoring
+from ._explain import explain as explain_windows
+from ._pairs import CrossEncoderPairs
+from ._scoring import Scoring, check_finite
+from .engine.weights import save_cross_encoder as write_cross_encoder
 from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
-from ._hub import hub_repository
-from .engine.model import LongDocModel
+from ._hub import hub_repository, push_folder, save_folder
+from .engine.model import LongDocModel, Scored
 from ._parameters import ModelParameters
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
@@ -69,32 +71,6 @@ def _with_signature(function, owner: type, signature: inspect.Signature):
     return copy
 
 
-def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None,
-         qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
-    """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
-    ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
-
-    Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
-    valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
-    result frame (qid, query, docno and the text column) is the candidates themselves. Called
-    directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
-    pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
-    that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
-    """
-    from ._card import hyperparameters
-    from .training import fit
-
-    reranker.place_weights()
-    hold_parameters(reranker.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
-    options = {**_stored_fit_options(reranker.fit_options, options), **options}
-    topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
-                                                 valid_candidates, options)
-    reranker.history = fit(reranker, topics, qrels_tr, candidates, **options)
-    reranker.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
-    reranker.training_options = hyperparameters(options)
-    return reranker.history
-
-
 def _checked_fit_options(fit_options: dict | None) -> dict:
     from .training.arguments import check_option_names
 
@@ -116,6 +92,9 @@ def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source
     reranker._placement = Placement(runtime, model, fp32_embeddings=reranker.fp32_embeddings)
     reranker._placement.place_weights()
     reranker._placement.set_attention(runtime.attn_implementation)
+    reranker._scoring = Scoring(cls.__name__, model, runtime, reranker._placement, reranker._parameters,
+                                crops=cls.crops)
+    reranker._pairs = CrossEncoderPairs(reranker._scoring, reranker._placement, runtime, reranker)
     pt.Artifact.__init__(reranker, path)
 
 
@@ -316,12 +295,35 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             return failed_setting_run(inp, problem)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
-        scores = scoring.inference_scores(self, queries, texts) if len(inp) else np.empty(0)
-        scoring.check_finite(self, scores, lambda i: row_label(inp, i, scores[i]))
+        scores = self._scoring.inference_scores(queries, texts) if len(inp) else np.empty(0)
+        check_finite(self, scores, lambda i: row_label(inp, i, scores[i]))
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
-    fit = _fit  # pt.Estimator's: training end to end
+    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
+            candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+        """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
+        ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+
+        Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
+        valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
+        result frame (qid, query, docno and the text column) is the candidates themselves. Called
+        directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
+        pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
+        that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
+        """
+        from ._card import hyperparameters
+        from .training import fit
+
+        self.place_weights()
+        hold_parameters(self.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
+        options = {**_stored_fit_options(self.fit_options, options), **options}
+        topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
+                                                     valid_candidates, options)
+        self.history = fit(self, topics, qrels_tr, candidates, **options)
+        self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
+        self.training_options = hyperparameters(options)
+        return self.history
 
     # where it runs: its runtime, read live, and its Placement (the weights follow the runtime)
     batch_size: int = runtime_option("batch_size")
@@ -348,18 +350,81 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         """The engine on the runtime's first device in its dtype (before every use)."""
         self._placement.place_weights()
 
-    # scoring, sentence-transformers' calls, PyTerrier's parameters and publishing: functions of the reranker
-    autocast = scoring.autocast
-    score_batch = scoring.score_batch
-    score_texts = scoring.score_texts
-    chunk_spans = scoring.chunk_spans
-    explain = scoring.explain
-    predict = pairs.predict
-    rank = pairs.rank
-    save_pretrained = publishing.save_pretrained
-    save_cross_encoder = publishing.save_cross_encoder
-    push_to_hub = publishing.push_to_hub
-    to_hf = publishing.to_hf
+    # scoring (Scoring), sentence-transformers' calls (CrossEncoderPairs) and what it writes: its collaborators'
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The autocast context of a call on the model's device and dtype (none for fp32)."""
+        return self._scoring.autocast()
+
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None) -> Scored:
+        """Differentiable scores of ``(queries[i], texts[i])`` (``Scoring.score_batch``: training's forward)."""
+        return self._scoring.score_batch(queries, texts, progress, workers, tokens)
+
+    def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
+        """Inference scores of the pairs ``(queries[i], texts[i])`` as a float64 array; an error names the
+        first pairs whose score is not finite."""
+        return self._scoring.score_texts(queries, texts, self)
+
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
+        tokens of the text without special tokens (end exclusive), after every cap."""
+        return self._scoring.chunk_spans(text)
+
+    def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return explain_windows(self, frame)
+
+    def predict(self, pairs, batch_size: int | None = None, show_progress_bar: bool | None = None,
+                activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
+                convert_to_numpy: bool = True, convert_to_tensor: bool = False, *, prompt_name: str | None = None,
+                prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None):
+        return self._pairs.predict(pairs, batch_size, show_progress_bar, activation_fn, apply_softmax,
+                                   convert_to_numpy, convert_to_tensor, prompt_name=prompt_name, prompt=prompt,
+                                   device=device, pool=pool, chunk_size=chunk_size)
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None, return_documents: bool = False,
+             batch_size: int | None = None, show_progress_bar: bool | None = None,
+             activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, *, prompt_name: str | None = None,
+             prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None) -> list[dict]:
+        return self._pairs.rank(query, documents, top_k, return_documents, batch_size, show_progress_bar,
+                                activation_fn, prompt_name=prompt_name, prompt=prompt, device=device, pool=pool,
+                                chunk_size=chunk_size)
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """``config.json`` (the encoder's transformers config, this library's fields under
+        ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card (``README.md``) and
+        ``pt_meta.json``, which makes the folder a PyTerrier artifact: ``pt.Artifact.load(path)`` loads it.
+
+        Saving over a saved model is atomic: the new folder is written beside ``path`` and takes its place
+        in one step, so an interrupted save leaves the old model, never a mix; other entries of the old
+        folder (a recipe's ``passage-stage``) are kept."""
+        self.settle_parameters()
+        save_folder(Path(path), self.model, self.config, self)
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        """Writes the window scorer as a standard sequence-classification folder, which
+        ``sentence_transformers.CrossEncoder(path)`` and ``AutoModelForSequenceClassification``
+        load, scoring a (query, window) pair as this model scores that window (FirstP, MaxP, SumP,
+        KMaxAvgP, LongP: the models that score windows with that head)."""
+        write_cross_encoder(self.model, Path(path), type(self).__name__)
+
+    def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
+                    token: str | None = None, revision: str | None = None) -> str:
+        """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
+        needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
+        return push_folder(self.save_pretrained, repo_id, private=private, commit_message=commit_message,
+                           token=token, revision=revision)
+
+    def to_hf(self, repo: str, *, branch: str | None = None, pretty_name: str | None = None,
+              private: bool | None = None) -> None:
+        """Uploads the model to a HuggingFace hub model repository (``owner/name``, or
+        ``owner/name@branch``), as ``save_pretrained`` writes it; ``from_hf`` loads it back.
+        ``pretty_name`` is unused: the model card names the model."""
+        repo, branch = repo.split("@", 1) if "@" in repo else (repo, branch)
+        self.push_to_hub(repo, private=bool(private), revision=branch)
+
+    # the documentation of what a collaborator does, written once, beside the code that does it
+    explain.__doc__ = explain_windows.__doc__
+    predict.__doc__ = CrossEncoderPairs.predict.__doc__
+    rank.__doc__ = CrossEncoderPairs.rank.__doc__
 
 
 @cache
