@@ -39,7 +39,7 @@ from .engine.model import LongDocModel, Scored
 from ._parameters import ModelParameters
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
-from ._registry import known_names, model_class, register, registered_models  # noqa: F401
+from ._registry import known_names, model_class, register
 from .engine.runtime import OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
 from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._registry import model_class
+from ..models import model_class
 from ..training import TrainingArguments, train_long_document_ranker
 from ..training.fit_loop import run_metric
 from .registry import Column, Row
