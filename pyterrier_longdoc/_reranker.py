@@ -37,6 +37,7 @@ from .engine.frames import column_texts, failed_setting_run, input_frame, row_la
 from ._hub import hub_repository, push_folder, save_folder
 from .engine.model import LongDocModel, Scored
 from ._parameters import ModelParameters
+from .fusion import Fusion
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
 from ._registry import known_names, model_class, register
@@ -88,6 +89,7 @@ def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source
     cls = type(reranker)
     reranker._parameters = ModelParameters(cls.__name__, cls.Settings.from_dict(config.settings), model, config,
                                            cls.backbone_settings, given)
+    reranker.fusion = Fusion.from_dict(config.fusion, f"{path}: config.json's fusion") if config.fusion else None
     model.runtime = runtime  # the engine options are the reranker's
     reranker._placement = Placement(runtime, model, fp32_embeddings=reranker.fp32_embeddings)
     reranker._placement.place_weights()
@@ -136,6 +138,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     config: ModelConfig  # what config.json holds
     fit_options: dict[str, Any]  # fit's defaults
     history: pd.DataFrame | None  # of the last fit
+    fusion: Fusion | None  # with the first stage, chosen on validation (saved)
     training_data: dict[str, int] | None  # what the last fit read
     training_options: dict[str, Any] | None  # the last fit's options, for the model card
     path: Any  # pt.Artifact's: the folder it was loaded from
@@ -321,6 +324,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
                                                      valid_candidates, options)
         self.history = fit(self, topics, qrels_tr, candidates, **options)
+        self.fusion = None  # chosen for the weights before this fit
         self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
         self.training_options = hyperparameters(options)
         return self.history
@@ -395,8 +399,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
         Saving over a saved model is atomic: the new folder is written beside ``path`` and takes its place
         in one step, so an interrupted save leaves the old model, never a mix; other entries of the old
-        folder (a recipe's ``passage-stage``) are kept."""
+        folder (a recipe's ``passage-stage``) are kept. The model's ``fusion`` with the first stage, where one
+        was chosen, is saved in ``config.json``."""
         self.settle_parameters()
+        self.config.fusion = self.fusion.to_dict() if self.fusion is not None else None
         save_folder(Path(path), self.model, self.config, self)
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:
