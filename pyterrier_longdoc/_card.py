@@ -23,6 +23,11 @@ class CardSubject(Protocol):
     history: pd.DataFrame | None
     training_data: dict[str, int] | None
     training_options: dict[str, Any] | None
+    fusion: Described | None  # with the first stage (a Fusion)
+
+
+class Described(Protocol):
+    def describe(self) -> str: ...
 
 ARTIFACT_TYPE, ARTIFACT_FORMAT = "reranker", "pyterrier_longdoc"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -63,11 +68,12 @@ def count(n: int, noun: str) -> str:
 def model_card(reranker: CardSubject) -> str:
     config, cls = reranker.config, type(reranker).__name__
     base = hub_id(config.base_model)
-    history = getattr(reranker, "history", None)
-    trained = isinstance(history, pd.DataFrame) and len(history) > 0
-    metrics = [c for c in history.columns if c not in _LOG_COLUMNS and history[c].notna().any()] if trained else []
+    history = reranker.history
+    trained = history is not None and len(history) > 0
+    metrics = [c for c in history.columns if c not in _LOG_COLUMNS and history[c].notna().any()] \
+        if history is not None and trained else []
     front = ["---", "library_name: pyterrier-longdoc", "pipeline_tag: text-ranking",
-             f"tags: [{', '.join(['pyterrier', 'pyterrier-artifact', 'reranker', 'long-document', reranker.name])}]"]
+             f"tags: [{', '.join(['pyterrier', 'pyterrier-artifact', 'reranker', 'long-document', str(reranker.name)])}]"]
     if base:
         front.append(f"base_model: {base}")
     if metrics:

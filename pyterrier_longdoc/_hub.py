@@ -35,8 +35,8 @@ def push_folder(save: Callable[[str], None], repo_id: str, *, private: bool = Fa
     api.create_repo(repo_id, private=private, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
         save(folder)
-        upload = {"revision": revision} if revision else {}
-        return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message, **upload))
+        return str(api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=commit_message,
+                                     revision=revision or None))
 
 
 def hub_repository(repo: str, branch: str | None = None) -> str:

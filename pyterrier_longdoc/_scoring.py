@@ -86,7 +86,7 @@ class Scoring:
         self.placement.place_weights()  # before the replicas copy the weights
         workers = self.placement.workers(self.autocast)
         forget_fitted_batch_size(model)  # a batch size learned on an out-of-memory error holds for one call
-        scores = np.empty(len(texts), dtype=np.float64)
+        scores: np.ndarray = np.empty(len(texts), dtype=np.float64)
         cropped_queries = cropped_docs = 0
         progress = pt.tqdm(total=len(texts), desc=self.owner, unit="doc",
                            disable=not self.runtime.verbose or not texts)
@@ -100,6 +100,7 @@ class Scoring:
 
             pending = tokenized(0) if groups else None
             for k, (start, end) in enumerate(groups):
+                assert pending is not None  # submitted for every group
                 with model._stage("tokenize"):  # the time the encoder waits for the tokenizer
                     tokens = pending.result()
                 pending = tokenized(k + 1) if k + 1 < len(groups) else None
