@@ -11,7 +11,6 @@ import pytest
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc import _registry
-from pyterrier_longdoc._reranker import LongDocReranker
 
 ROOT = Path(__file__).resolve().parents[2]
 

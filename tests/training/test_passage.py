@@ -231,7 +231,8 @@ def test_saved_options_with_the_old_bf16_key_still_load():
 
 def test_batch_size_is_the_old_name_of_triples_per_step():
     # batch_size counted triples per step here and (query, chunk) sequences per encoder call in the models
-    with pytest.warns(DeprecationWarning, match=r"batch_size=...\) is deprecated: use triples_per_step=4 \(batch_size is removed in version 0\.3\.0\)"):
+    removed = r"\(batch_size is removed in version 0\.3\.0\)"
+    with pytest.warns(DeprecationWarning, match=r"batch_size=...\) is deprecated: use triples_per_step=4 " + removed):
         args = PassageArguments.from_options({"batch_size": 4})
     assert args.triples_per_step == 4 and "batch_size" not in [f.name for f in dataclasses.fields(PassageArguments)]
     with pytest.raises(TypeError, match="give triples_per_step only"):
