@@ -354,22 +354,22 @@ def test_no_private_state_of_the_reranker_is_read_outside_its_classes():
 def test_training_imports_only_the_engine_the_heads_and_the_leaves():
     # training/best imported the registry (which imported `models` by name) and _build for BeST's as_maxp; a FirstP
     # reads itself as a MaxP now (FirstP.as_maxp, in models/), and training sees models through its Protocols
-    allowed = {"aggregators", "_warn", "_version", "training"}
+    leaves = {name for name, level in FLOORS.items() if level == 0}  # _warn, _version, fusion, the heads, ...
     found = {str(p.relative_to(PACKAGE)): sorted(bad) for p in (PACKAGE / "training").rglob("*.py")
-             if (bad := {n for n in imported_modules(p) if not n.startswith("engine") and n not in allowed})}
+             if (bad := {n for n in imported_modules(p) if not n.startswith(("engine", "training")) and n not in leaves})}
     assert not found, found
 
 
-def test_no_class_or_function_of_the_package_passes_the_limits():
+def test_no_class_or_function_of_the_engine_training_or_models_passes_the_limits():
     # LongDocModel had 227 lines, training's fit 90 (its settings' docs now live on TrainingArguments, where each
     # is declared; the model's folder I/O in engine/weights). The reranker's facade is counted in lines of code
     # (test_the_reranker_s_classes_and_functions_stay_small)
     too_long = []
     for path in modules():
-        source = path.read_text()
-        for node in ast.walk(ast.parse(source)):
+        if path.relative_to(PACKAGE).parts[0] not in ("engine", "training", "models", "aggregators"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
             lines = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
-            if isinstance(node, ast.ClassDef) and lines > 200 and node.name != "LongDocReranker" \
-                    or isinstance(node, ast.FunctionDef) and lines > 80:
+            if isinstance(node, ast.ClassDef) and lines > 200 or isinstance(node, ast.FunctionDef) and lines > 80:
                 too_long.append(f"{path.relative_to(PACKAGE)}:{node.name}: {lines} lines")
     assert not too_long, too_long
