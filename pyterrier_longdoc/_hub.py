@@ -1,5 +1,5 @@
-"""What a model writes: its folder (a PyTerrier artifact), its window scorer as a cross-encoder,
-and the same folder on the HuggingFace hub, loaded back by name."""
+"""What a model writes: its folder (a PyTerrier artifact, with its model card) and the same folder on the
+HuggingFace hub, loaded back by name (the window scorer as a cross-encoder is ``engine.weights``')."""
 from __future__ import annotations
 
 from collections.abc import Callable

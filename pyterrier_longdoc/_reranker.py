@@ -1,11 +1,11 @@
 """LongDocReranker: the pt.Transformer every model is; validate -> score -> rank, and fit.
 
-A thin class by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases): it holds its settings
-(frozen, typed), its ``Runtime`` (where it runs), the engine (``LongDocModel``) and a ``Placement`` (the
-engine's weights on the runtime's device and dtype, and the inference copies); how it is built is
-``_build.build_model`` (a saved folder, a trained cross-encoder, a plain encoder); scoring (``_scoring``),
-``predict``/``rank`` (``_pairs``), PyTerrier's parameters (``_parameters``) and what it writes (``_hub``) are
-plain functions of it, bound as its methods; training sees it through ``training.scorer.Scorer``.
+A facade by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases) whose body writes every public
+method: it holds its ``Runtime`` (where it runs), the engine (``LongDocModel``) and its collaborators, each
+built from the parts it needs: ``ModelParameters`` (the settings, PyTerrier's parameters, what ``repr``
+shows), ``Placement`` (the engine's weights on the runtime's device and dtype, and the inference copies),
+``Scoring`` and ``CrossEncoderPairs`` (``predict``/``rank``); how it is built is ``_build.build_model`` (a
+saved folder, a trained cross-encoder, a plain encoder); training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import inspect
 import os
 import textwrap
 import types
-from pathlib import Path
 from collections.abc import Callable, Iterable
 from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +25,7 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-# what the reranker delegates to: plain functions of it, bound as its methods
+# its collaborators and what they write and explain
 from ._explain import explain as explain_windows
 from ._pairs import CrossEncoderPairs
 from ._scoring import Scoring, check_finite
