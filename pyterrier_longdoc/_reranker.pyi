@@ -8,9 +8,9 @@ import inspect
 import os
 import textwrap
 import types
-from pathlib import Path
 from collections.abc import Callable, Iterable
 from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
