@@ -104,7 +104,7 @@ FULL = dict(warmup_queries=400, train_queries=100, test_queries=50, max_doc_toke
             max_queries=2000, max_passages=20000, windows=dict(window=240, stride=240))  # three disjoint windows of 720 tokens
 QUICK = dict(warmup_queries=16, train_queries=8, test_queries=6, max_doc_tokens=720, retrieved=3, random=2,
              max_queries=2000, max_passages=20000, windows=dict(window=200, stride=150),
-             passage_stage=dict(steps=4, lr=1e-3, batch_size=4), document_stage=dict(epochs=1, head_lr=1e-3))
+             passage_stage=dict(steps=4, lr=1e-3, triples_per_step=4), document_stage=dict(epochs=1, head_lr=1e-3))
 
 
 def parse(argv=None):

@@ -5,7 +5,7 @@ from . import engine  # noqa: F401 (caps oneDNN's kernel caches before torch fir
 from ._version import __version__
 
 if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and IDEs
-    from ._reranker import LongDocReranker, UntrainedHeadWarning, model_class, registered_models
+    from ._reranker import UntrainedHeadWarning
     from ._warn import CroppingWarning, LongDocDeprecationWarning, LongDocWarning
     from .data.collection import Collection
     from .data.datasets import LongDocCollection, load_collection
@@ -17,16 +17,17 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and 
     from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
                          KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
                          ParadeAttn, ParadeAvg, ParadeCNN, ParadeMax, ParadeSum, ParadeTransformer,
-                         ParadeTransformerPretrained, ParadeTransformerQ, SumP)
+                         ParadeTransformerPretrained, ParadeTransformerQ, SumP, LongDocReranker, model_class,
+                         registered_models)
     from .wrap import LongDoc
 
 # each public name's module, imported on first use: they load torch, transformers and PyTerrier, which the
 # command line's --help and --version do not need
 _HOMES = {
-    "LongDocReranker": "._reranker",
+    "LongDocReranker": ".models",  # with every model class registered: from_pretrained finds a folder's class
     "UntrainedHeadWarning": "._reranker",
-    "model_class": "._reranker",
-    "registered_models": "._reranker",
+    "model_class": ".models",
+    "registered_models": ".models",
     "CroppingWarning": "._warn",
     "LongDocDeprecationWarning": "._warn",
     "LongDocWarning": "._warn",

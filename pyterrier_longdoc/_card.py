@@ -7,9 +7,27 @@ import platform
 import re
 from pathlib import Path
 
+from typing import Any, ClassVar, Protocol
+
 import pandas as pd
 
 from ._version import __version__
+from .engine.config import ModelConfig
+
+
+class CardSubject(Protocol):
+    """What a model card and the artifact metadata read of a model (a ``LongDocReranker`` is one)."""
+
+    name: ClassVar[str | None]
+    config: ModelConfig
+    history: pd.DataFrame | None
+    training_data: dict[str, int] | None
+    training_options: dict[str, Any] | None
+    fusion: Described | None  # with the first stage (a Fusion)
+
+
+class Described(Protocol):
+    def describe(self) -> str: ...
 
 ARTIFACT_TYPE, ARTIFACT_FORMAT = "reranker", "pyterrier_longdoc"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -17,7 +35,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _LOG_COLUMNS = ("step", "epoch", "loss", "lr", "grad_norm", "loss_scale")
 
 
-def artifact_metadata(reranker) -> str:
+def artifact_metadata(reranker: CardSubject) -> str:
     """``pt_meta.json``: ``pt.Artifact.load`` finds the loader of a folder by its type and format."""
     return json.dumps({"type": ARTIFACT_TYPE, "format": ARTIFACT_FORMAT, "package_hint": "pyterrier-longdoc",
                        "model": reranker.name, "version": __version__}, indent=2) + "\n"
@@ -47,14 +65,15 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def model_card(reranker) -> str:
+def model_card(reranker: CardSubject) -> str:
     config, cls = reranker.config, type(reranker).__name__
     base = hub_id(config.base_model)
-    history = getattr(reranker, "history", None)
-    trained = isinstance(history, pd.DataFrame) and len(history) > 0
-    metrics = [c for c in history.columns if c not in _LOG_COLUMNS and history[c].notna().any()] if trained else []
+    history = reranker.history
+    trained = history is not None and len(history) > 0
+    metrics = [c for c in history.columns if c not in _LOG_COLUMNS and history[c].notna().any()] \
+        if history is not None and trained else []
     front = ["---", "library_name: pyterrier-longdoc", "pipeline_tag: text-ranking",
-             f"tags: [{', '.join(['pyterrier', 'pyterrier-artifact', 'reranker', 'long-document', reranker.name])}]"]
+             f"tags: [{', '.join(['pyterrier', 'pyterrier-artifact', 'reranker', 'long-document', str(reranker.name)])}]"]
     if base:
         front.append(f"base_model: {base}")
     if metrics:
@@ -82,7 +101,7 @@ def model_card(reranker) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _description(reranker, base: str | None) -> str:
+def _description(reranker: CardSubject, base: str | None) -> str:
     summary = (type(reranker).__doc__ or "").strip().split("\n\n")[0]
     summary = re.sub(r"\s*\([^)]*\d[^)]*\)", "", " ".join(summary.split())).rstrip(".")  # settings: the table's
     start = f" started from [{base}](https://huggingface.co/{base})" if base else ""
@@ -93,7 +112,7 @@ def _description(reranker, base: str | None) -> str:
             "for ranking the documents of a query.")
 
 
-def _details(reranker, base: str | None) -> list[str]:
+def _details(reranker: CardSubject, base: str | None) -> list[str]:
     config, encoder = reranker.config, reranker.config.encoder
     return [f"- **Model Type:** {type(reranker).__name__} (`{reranker.name}`)",
             f"- **Base model:** {f'[{base}](https://huggingface.co/{base})' if base else 'a local folder'}",
@@ -103,7 +122,7 @@ def _details(reranker, base: str | None) -> list[str]:
             "- **Output:** one score (a logit) per (query, document) pair"]
 
 
-def _training(reranker, history: pd.DataFrame, metrics: list[str]) -> list[str]:
+def _training(reranker: CardSubject, history: pd.DataFrame, metrics: list[str]) -> list[str]:
     last = history.iloc[-1]
     steps, epochs = int(last["step"]), int(last["epoch"]) + 1
     lines = []

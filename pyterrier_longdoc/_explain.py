@@ -8,17 +8,33 @@ the scores are ``transform``'s and the windows the ones the model encoded.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import pandas as pd
 
 from .engine.frames import column_texts, input_frame
+from .engine.model import LongDocModel
+
+
+class Explained(Protocol):
+    """What explaining a model reads of it: its engine, its text column, its settings applied, its transform."""
+
+    model: LongDocModel
+
+    @property
+    def text_field(self) -> str: ...
+
+    def settle_parameters(self) -> None: ...
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame: ...
 
 # the input rows' order, through transform's sort by qid and rank
 _ROW = "_explained_row"
 COLUMNS = ("windows", "best_window", "best_start", "best_end", "best_text")
 
 
-def explain(reranker, frame: pd.DataFrame) -> pd.DataFrame:
+def explain(reranker: Explained, frame: pd.DataFrame) -> pd.DataFrame:
     """``reranker.transform(frame)`` with, per row, the windows the model read (``windows``: their
     (start, end) document-token spans, end exclusive, as ``chunk_spans`` gives them), every window's
     score (``window_scores``) or attention weight (``window_attention``), and the window that
@@ -57,7 +73,7 @@ def explain(reranker, frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([scored, explained.iloc[order].reset_index(drop=True)], axis=1)
 
 
-def _windows(reranker, texts: list[str], weights: list[np.ndarray]) -> tuple[list, list]:
+def _windows(reranker: Explained, texts: list[str], weights: list[np.ndarray]) -> tuple[list, list]:
     """Each document's window spans and texts, from the model's own tokenization and chunking."""
     model = reranker.model
     ids, _ = model.tokenization(texts, model.chunking.tokens_read(model.layout)) if texts else ([], None)

@@ -15,7 +15,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ._placement import Placement
+from ._scoring import Scoring
 from .engine.frames import column_texts
+from .engine.runtime import Runtime
 
 
 def _pair_list(pairs) -> tuple[list, bool]:
@@ -44,98 +47,102 @@ def _shown(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-# sentence-transformers' ``CrossEncoder`` methods, as plain functions of a ``LongDocReranker`` (which binds
-# them as its ``predict`` and ``rank``)
+class CrossEncoderPairs:
+    """sentence-transformers' ``CrossEncoder.predict`` and ``CrossEncoder.rank`` for a reranker, which holds
+    one: its ``Scoring``, its ``Placement`` (``device=`` moves the model) and its ``Runtime`` (batch size and
+    progress bar for one call); ``context``: the model, named by its repr in errors."""
 
-@contextlib.contextmanager
-def _call_options(reranker, batch_size: int | None, show_progress_bar: bool | None, device=None, pool=None):
-    """The runtime's batch size and progress bar, changed for one call; ``device`` moves the
-    model there (as CrossEncoder does: later calls run there too)."""
-    if pool is not None:
-        raise ValueError("pool: a model shares batches among devices itself: give them as device=[...] "
-                         "(start_multi_process_pool's pools are sentence-transformers' own)")
-    if device is not None:
-        reranker.place(device)
-    runtime = reranker.runtime
-    saved = runtime.batch_size, runtime.verbose
-    if batch_size is not None:
-        runtime.batch_size = batch_size  # checked by the runtime
-    if show_progress_bar is not None:
-        runtime.verbose = bool(show_progress_bar)
-    try:
-        yield
-    finally:
-        runtime.batch_size, runtime.verbose = saved
+    def __init__(self, scoring: Scoring, placement: Placement, runtime: Runtime, context: object):
+        self.scoring, self.placement, self.runtime, self.context = scoring, placement, runtime, context
 
+    @contextlib.contextmanager
+    def _call_options(self, batch_size: int | None, show_progress_bar: bool | None, device=None, pool=None):
+        """The runtime's batch size and progress bar, changed for one call; ``device`` moves the
+        model there (as CrossEncoder does: later calls run there too)."""
+        if pool is not None:
+            raise ValueError("pool: a model shares batches among devices itself: give them as device=[...] "
+                             "(start_multi_process_pool's pools are sentence-transformers' own)")
+        if device is not None:
+            self.placement.set(device=device)
+        runtime = self.runtime
+        saved = runtime.batch_size, runtime.verbose
+        if batch_size is not None:
+            runtime.batch_size = batch_size  # checked by the runtime
+        if show_progress_bar is not None:
+            runtime.verbose = bool(show_progress_bar)
+        try:
+            yield
+        finally:
+            runtime.batch_size, runtime.verbose = saved
 
-def predict(reranker, inputs, batch_size: int | None = None, show_progress_bar: bool | None = None,
-            activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
-            convert_to_numpy: bool = True, convert_to_tensor: bool = False, *, prompt_name: str | None = None,
-            prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None):
-    """Scores of ``(query, document)`` pairs, as ``CrossEncoder.predict`` gives them.
+    def predict(self, inputs, batch_size: int | None = None, show_progress_bar: bool | None = None,
+                activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
+                convert_to_numpy: bool = True, convert_to_tensor: bool = False, *, prompt_name: str | None = None,
+                prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None):
+        """Scores of ``(query, document)`` pairs, as ``CrossEncoder.predict`` gives them.
 
-    The scores are **logits**: the model's head, unchanged (``CrossEncoder`` applies a sigmoid
-    to a one-label model by default; ``activation_fn=torch.nn.Sigmoid()`` gives its numbers).
+        The scores are **logits**: the model's head, unchanged (``CrossEncoder`` applies a sigmoid
+        to a one-label model by default; ``activation_fn=torch.nn.Sigmoid()`` gives its numbers).
 
-    Args:
-        inputs: a list of ``(query, document)`` tuples or lists of strings (or a 2-D array of
-            them), or one pair (the argument's name in CrossEncoder.predict, sentence-transformers 6).
-        batch_size: (query, chunk) sequences per encoder call; default the model's ``batch_size``.
-        show_progress_bar: a progress bar for this call; default the model's ``verbose``.
-        activation_fn: applied to the scores (a tensor), e.g. ``torch.nn.Sigmoid()``.
-        apply_softmax: accepted as CrossEncoder takes it; it applies to several labels only,
-            and a model gives one score per pair, so it changes nothing.
-        convert_to_numpy: a float32 array; otherwise a list of 0-d tensors.
-        convert_to_tensor: one float32 tensor (overrides ``convert_to_numpy``).
-        prompt_name, prompt: as CrossEncoder: ``prompt`` goes before each query; the model has no
-            named prompts, so a ``prompt_name`` is an error naming it.
-        device: a device, or a list of devices that share the batches; the model moves there,
-            as CrossEncoder's does. ``pool`` (sentence-transformers' process pools) is refused:
-            give the devices instead. ``chunk_size`` is accepted and has no effect.
+        Args:
+            inputs: a list of ``(query, document)`` tuples or lists of strings (or a 2-D array of
+                them), or one pair (the argument's name in CrossEncoder.predict, sentence-transformers 6).
+            batch_size: (query, chunk) sequences per encoder call; default the model's ``batch_size``.
+            show_progress_bar: a progress bar for this call; default the model's ``verbose``.
+            activation_fn: applied to the scores (a tensor), e.g. ``torch.nn.Sigmoid()``.
+            apply_softmax: accepted as CrossEncoder takes it; it applies to several labels only,
+                and a model gives one score per pair, so it changes nothing.
+            convert_to_numpy: a float32 array; otherwise a list of 0-d tensors.
+            convert_to_tensor: one float32 tensor (overrides ``convert_to_numpy``).
+            prompt_name, prompt: as CrossEncoder: ``prompt`` goes before each query; the model has no
+                named prompts, so a ``prompt_name`` is an error naming it.
+            device: a device, or a list of devices that share the batches; the model moves there,
+                as CrossEncoder's does. ``pool`` (sentence-transformers' process pools) is refused:
+                give the devices instead. ``chunk_size`` is accepted and has no effect.
 
-    Returns:
-        One score per pair; for one pair (not in a list), that score alone (a float32 scalar).
-    """
-    pairs, one = _pair_list(inputs)
-    prompt = _resolved_prompt(prompt, prompt_name)
-    frame = pd.DataFrame(pairs, columns=["query", "text"], dtype=object)
-    if prompt:
-        frame["query"] = prompt + frame["query"]
-    with _call_options(reranker, batch_size, show_progress_bar, device, pool):
-        raw = reranker.score_texts(column_texts(frame, "query", reranker), column_texts(frame, "text", reranker)) \
-            if pairs else np.empty(0)
-    scores = torch.from_numpy(raw.astype(np.float32))
-    if activation_fn is not None:
-        scores = activation_fn(scores)
-    # apply_softmax: CrossEncoder applies it to models with several labels only; here every
-    # pair has one score, so it changes nothing
-    if convert_to_tensor:
-        result = scores
-    elif convert_to_numpy:
-        result = scores.numpy()
-    else:
-        result = list(scores)
-    return result[0] if one else result
+        Returns:
+            One score per pair; for one pair (not in a list), that score alone (a float32 scalar).
+        """
+        pairs, one = _pair_list(inputs)
+        prompt = _resolved_prompt(prompt, prompt_name)
+        frame = pd.DataFrame(pairs, columns=["query", "text"], dtype=object)
+        if prompt:
+            frame["query"] = prompt + frame["query"]
+        context = self.context
+        with self._call_options(batch_size, show_progress_bar, device, pool):
+            raw = self.scoring.score_texts(column_texts(frame, "query", context), column_texts(frame, "text", context),
+                                           context) if pairs else np.empty(0)
+        scores = torch.from_numpy(raw.astype(np.float32))
+        if activation_fn is not None:
+            scores = activation_fn(scores)
+        # apply_softmax: CrossEncoder applies it to models with several labels only; here every
+        # pair has one score, so it changes nothing
+        if convert_to_tensor:
+            result = scores
+        elif convert_to_numpy:
+            result = scores.numpy()
+        else:
+            result = list(scores)
+        return result[0] if one else result
 
-
-def rank(reranker, query: str, documents: list[str], top_k: int | None = None, return_documents: bool = False,
-         batch_size: int | None = None, show_progress_bar: bool | None = None,
-         activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, *, prompt_name: str | None = None,
-         prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None) -> list[dict]:
-    """The documents ordered by score (logits, see :meth:`predict`), as ``CrossEncoder.rank``
-    gives them: dicts with ``corpus_id`` (the position in ``documents``), ``score`` (a float)
-    and, with ``return_documents``, ``text``; the ``top_k`` best only, when given; ties keep
-    the documents' order. ``prompt_name``, ``prompt``, ``device``, ``pool`` and ``chunk_size``
-    as for :meth:`predict`."""
-    if not isinstance(query, str):
-        raise TypeError(f"rank takes one query (a str), got {type(query).__name__}")
-    scores = reranker.predict([(query, d) for d in documents], batch_size=batch_size,
+    def rank(self, query: str, documents: list[str], top_k: int | None = None, return_documents: bool = False,
+             batch_size: int | None = None, show_progress_bar: bool | None = None,
+             activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, *, prompt_name: str | None = None,
+             prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None) -> list[dict]:
+        """The documents ordered by score (logits, see :meth:`predict`), as ``CrossEncoder.rank``
+        gives them: dicts with ``corpus_id`` (the position in ``documents``), ``score`` (a float)
+        and, with ``return_documents``, ``text``; the ``top_k`` best only, when given; ties keep
+        the documents' order. ``prompt_name``, ``prompt``, ``device``, ``pool`` and ``chunk_size``
+        as for :meth:`predict`."""
+        if not isinstance(query, str):
+            raise TypeError(f"rank takes one query (a str), got {type(query).__name__}")
+        scores = self.predict([(query, d) for d in documents], batch_size=batch_size,
                               show_progress_bar=show_progress_bar, activation_fn=activation_fn,
                               prompt_name=prompt_name, prompt=prompt, device=device, pool=pool,
                               chunk_size=chunk_size).tolist()
-    results = [{"corpus_id": i, "score": score, **({"text": documents[i]} if return_documents else {})}
-               for i, score in enumerate(scores)]
-    return sorted(results, key=lambda r: r["score"], reverse=True)[:top_k]
+        results = [{"corpus_id": i, "score": score, **({"text": documents[i]} if return_documents else {})}
+                   for i, score in enumerate(scores)]
+        return sorted(results, key=lambda r: r["score"], reverse=True)[:top_k]
 
 
 def _resolved_prompt(prompt: str | None, prompt_name: str | None) -> str | None:

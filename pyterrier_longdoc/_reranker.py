@@ -1,18 +1,22 @@
 """LongDocReranker: the pt.Transformer every model is; validate -> score -> rank, and fit.
 
-A thin class by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases): it holds its settings
-(frozen, typed), its ``Runtime`` (where it runs), the engine (``LongDocModel``) and a ``Placement`` (the
-engine's weights on the runtime's device and dtype, and the inference copies); how it is built is
-``_build.build_model`` (a saved folder, a trained cross-encoder, a plain encoder); scoring (``_scoring``),
-``predict``/``rank`` (``_pairs``), PyTerrier's parameters (``_parameters``) and what it writes (``_hub``) are
-plain functions of it, bound as its methods; training sees it through ``training.scorer.Scorer``.
+A facade by composition (``pt.Estimator`` and ``pt.Artifact`` its only bases) whose body writes every public
+method: it holds its ``Runtime`` (where it runs), the engine (``LongDocModel``) and its collaborators, each
+built from the parts it needs: ``ModelParameters`` (the settings, PyTerrier's parameters, what ``repr``
+shows), ``Placement`` (the engine's weights on the runtime's device and dtype, and the inference copies),
+``Scoring`` and ``CrossEncoderPairs`` (``predict``/``rank``); how it is built is ``_build.build_model`` (a
+saved folder, a trained cross-encoder, a plain encoder); training sees it through ``training.scorer.Scorer``.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import inspect
 import os
 import textwrap
 import types
+from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,22 +25,23 @@ import pandas as pd
 import pyterrier as pt
 import torch
 
-# what the reranker delegates to: plain functions of it, bound as its methods
-from . import _hub as publishing
-from . import _pairs as pairs
-from . import _parameters as parameters
-from . import _scoring as scoring
+# its collaborators and what they write and explain
+from ._explain import explain as explain_windows
+from ._pairs import CrossEncoderPairs
+from ._scoring import Scoring, check_finite
+from .engine.weights import save_cross_encoder as write_cross_encoder
 from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model  # noqa: F401
 from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
-from ._hub import hub_repository
-from .engine.model import LongDocModel
+from ._hub import hub_repository, push_folder, save_folder
+from .engine.model import LongDocModel, Scored
+from ._parameters import ModelParameters
 from .fusion import Fusion
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
-from ._registry import known_names, model_class, register, registered_models  # noqa: F401
-from .engine.runtime import Runtime, hold_parameters
+from ._registry import known_names, model_class, register
+from .engine.runtime import OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
 from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator
 
@@ -67,33 +72,6 @@ def _with_signature(function, owner: type, signature: inspect.Signature):
     return copy
 
 
-def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None,
-         qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
-    """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
-    ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
-
-    Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
-    valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
-    result frame (qid, query, docno and the text column) is the candidates themselves. Called
-    directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
-    pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
-    that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
-    """
-    from ._card import hyperparameters
-    from .training import fit
-
-    reranker.place_weights()
-    hold_parameters(reranker.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
-    options = {**_stored_fit_options(reranker.fit_options, options), **options}
-    topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
-                                                 valid_candidates, options)
-    reranker.history = fit(reranker, topics, qrels_tr, candidates, **options)
-    reranker.fusion = None  # chosen for the weights before this fit
-    reranker.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
-    reranker.training_options = hyperparameters(options)
-    return reranker.history
-
-
 def _checked_fit_options(fit_options: dict | None) -> dict:
     from .training.arguments import check_option_names
 
@@ -101,20 +79,24 @@ def _checked_fit_options(fit_options: dict | None) -> dict:
 
 
 def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig,
-          model: LongDocModel, path) -> None:
-    """What a reranker holds: its runtime, ``fit`` defaults and results, the engine with its settings, where the
-    engine runs (``Placement``) and the chunking values ``set_parameter`` took that wait for a partner."""
+          model: LongDocModel, path, given: Iterable[str] = ()) -> None:
+    """What a reranker holds: its runtime, ``fit`` defaults and results, the engine with its settings
+    (``ModelParameters``), where the engine runs (``Placement``); ``given``: the settings given by hand."""
     reranker.runtime, reranker.fit_options, reranker._source = runtime, fit_options, source
     reranker.history = None  # of the last fit (a DataFrame)
     reranker.training_data = reranker.training_options = None
     reranker.config, reranker.model = config, model
+    cls = type(reranker)
+    reranker._parameters = ModelParameters(cls.__name__, cls.Settings.from_dict(config.settings), model, config,
+                                           cls.backbone_settings, given)
     reranker.fusion = Fusion.from_dict(config.fusion, f"{path}: config.json's fusion") if config.fusion else None
-    reranker._settings = type(reranker).Settings.from_dict(config.settings)
-    reranker._pending_settings = {}
     model.runtime = runtime  # the engine options are the reranker's
     reranker._placement = Placement(runtime, model, fp32_embeddings=reranker.fp32_embeddings)
     reranker._placement.place_weights()
     reranker._placement.set_attention(runtime.attn_implementation)
+    reranker._scoring = Scoring(cls.__name__, model, runtime, reranker._placement, reranker._parameters,
+                                crops=cls.crops)
+    reranker._pairs = CrossEncoderPairs(reranker._scoring, reranker._placement, runtime, reranker)
     pt.Artifact.__init__(reranker, path)
 
 
@@ -155,8 +137,11 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     model: LongDocModel  # the engine: encoder, chunking and head
     config: ModelConfig  # what config.json holds
     fit_options: dict[str, Any]  # fit's defaults
-    history: pd.DataFrame | None  # of the last fit; fusion: with the first stage, chosen on validation (saved)
-    fusion: Fusion | None
+    history: pd.DataFrame | None  # of the last fit
+    fusion: Fusion | None  # with the first stage, chosen on validation (saved)
+    training_data: dict[str, int] | None  # what the last fit read
+    training_options: dict[str, Any] | None  # the last fit's options, for the model card
+    path: Any  # pt.Artifact's: the folder it was loaded from
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -186,7 +171,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
                                     verify_weights=verify_weights, seed=seed)
         source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
-        _hold(self, runtime, fit_options, source, config, model, folder)
+        _hold(self, runtime, fit_options, source, config, model, folder, given=settings)
         self._class_defaults()
 
     def _class_defaults(self) -> None:
@@ -208,18 +193,62 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     @property
     def settings(self) -> dict[str, Any]:
-        """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them with ``set_parameter``)."""
-        return self._settings.to_dict()
+        """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them
+        with ``set_parameter`` or as attributes, ``model.window = 20``)."""
+        return self._parameters.settings.to_dict()
 
     @property
     def typed_settings(self) -> ModelSettings:
         """The settings as an instance of the class's ``Settings`` (frozen; each field documented)."""
-        return self._settings
+        return self._parameters.settings
 
-    def _replace_settings(self, **changes) -> None:
-        """New settings through ``Settings``' checks; ``config.json`` and ``repr`` follow."""
-        self._settings = self._settings.replace(**changes)
-        self.config.settings = self._settings.to_dict()
+    def get_parameter(self, name: str) -> Any:
+        """A setting of the model's ``Settings`` (``window``, ``stride``, ``k``, ...) or a runtime
+        option (``batch_size``, ``dtype``, ``device``, ... every field of ``Runtime``), as it was set."""
+        return getattr(self.runtime, name) if name in RUNTIME_OPTIONS else self._parameters.get(name)
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        """Change one parameter in place (as ``pt.GridSearch`` does; ``model.window = 20`` is the same call):
+        a setting is saved by ``save_pretrained`` and shown by ``repr`` at once. The value goes through the
+        checks of the model's ``Settings``; one that changes what the weights are (``layers``, ``lora``,
+        CEDR's ``max_query_tokens``) is refused, saying what to do instead. A chunking value that only a
+        setting still to come makes valid (``window=20`` before ``stride=10``) waits for it, checked with the
+        others when the model next reads a document: a frame then gets a warning naming the combination and
+        a run that scores no document, so that a grid search finishes (the guide's "Tuning with
+        pt.GridSearch"); ``predict``, ``fit`` and ``save_pretrained`` raise the error."""
+        if name in RUNTIME_OPTIONS:
+            object.__setattr__(self, name, value)  # the option's property: checked by the runtime
+        else:
+            self._parameters.set(name, value)
+
+    def tunable_parameters(self) -> tuple[str, ...]:
+        """The names ``set_parameter`` takes (``get_parameter`` also reads the other settings)."""
+        return self._parameters.tunable()
+
+    def parameter_problem(self) -> str | None:
+        """Why the chunking values ``set_parameter`` took do not work together, or None."""
+        return self._parameters.problem()
+
+    def settle_parameters(self) -> None:
+        """Applies the chunking values ``set_parameter`` took that waited for a partner; an error names a
+        combination that does not work."""
+        self._parameters.settle()
+
+    def __getattr__(self, name: str) -> Any:
+        # a setting read as an attribute (model.window), as PyTerrier's transformers hold their parameters
+        if not name.startswith("_") and name in _setting_names(type(self)):
+            return self._parameters.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # model.window = 20 is set_parameter("window", 20); a name the model does not know (model.windw = 3)
+        # is an error, not an attribute nothing reads
+        if name in _setting_names(type(self)):
+            self._parameters.set(name, value)
+        elif name.startswith("_") or name in self.__dict__ or _declared(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            raise self._parameters.unknown(name)
 
     @classmethod
     def _prepare_backbone(cls, model: LongDocModel, settings: dict) -> None:
@@ -256,10 +285,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         return cls.from_pretrained(hub_repository(repo, branch), **overrides)
 
     def __repr__(self) -> str:
-        # the settings as they are now (set_parameter included), where they differ from the class's
+        # the constructor call that rebuilds the model as it is now (set_parameter and attributes included)
         source, flags = self._source
-        current = {**self._settings.changed(), **self._pending_settings}
-        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **current, **flags}.items())
+        args = "".join(f", {k}={v!r}" for k, v in {**self.runtime.changed(), **self._parameters.shown(),
+                                                   **flags}.items())
         return f"{type(self).__name__}({source!r}{args})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -269,12 +298,36 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
             return failed_setting_run(inp, problem)
         queries = column_texts(inp, "query", self)
         texts = column_texts(inp, self.text_field, self)
-        scores = scoring.inference_scores(self, queries, texts) if len(inp) else np.empty(0)
-        scoring.check_finite(self, scores, lambda i: row_label(inp, i, scores[i]))
+        scores = self._scoring.inference_scores(queries, texts) if len(inp) else np.empty(0)
+        check_finite(self, scores, lambda i: row_label(inp, i, scores[i]))
         ranked = pt.model.add_ranks(inp.assign(score=scores))
         return ranked.sort_values(["qid", "rank"], kind="stable").reset_index(drop=True)
 
-    fit = _fit  # pt.Estimator's: training end to end
+    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *,
+            candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+        """Train end to end, as a ``pt.Estimator``; returns the training history (also kept in
+        ``history``). The options are :func:`pyterrier_longdoc.training.fit`'s, over ``fit_options``.
+
+        Inside a pipeline, ``(bm25 % 100 >> text >> model).fit(train_topics, train_qrels,
+        valid_topics, valid_qrels)`` runs the upstream stages and passes their results here: a
+        result frame (qid, query, docno and the text column) is the candidates themselves. Called
+        directly, pass topics (qid, query) and ``candidates``: a result frame or a retrieval
+        pipeline run on the topics; validation topics use ``valid_candidates`` or, by default,
+        that same pipeline. ``fit(topics, qrels, candidates)`` (version 0.1's call) still works.
+        """
+        from ._card import hyperparameters
+        from .training import fit
+
+        self.place_weights()
+        hold_parameters(self.model, torch.float32, trainable_only=True)  # bf16 weights on a GPU: fp32 masters
+        options = {**_stored_fit_options(self.fit_options, options), **options}
+        topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
+                                                     valid_candidates, options)
+        self.history = fit(self, topics, qrels_tr, candidates, **options)
+        self.fusion = None  # chosen for the weights before this fit
+        self.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
+        self.training_options = hyperparameters(options)
+        return self.history
 
     # where it runs: its runtime, read live, and its Placement (the weights follow the runtime)
     batch_size: int = runtime_option("batch_size")
@@ -301,23 +354,94 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         """The engine on the runtime's first device in its dtype (before every use)."""
         self._placement.place_weights()
 
-    # scoring, sentence-transformers' calls, PyTerrier's parameters and publishing: functions of the reranker
-    autocast = scoring.autocast
-    score_batch = scoring.score_batch
-    score_texts = scoring.score_texts
-    chunk_spans = scoring.chunk_spans
-    explain = scoring.explain
-    predict = pairs.predict
-    rank = pairs.rank
-    tunable_parameters = parameters.tunable_parameters
-    get_parameter = parameters.get_parameter
-    set_parameter = parameters.set_parameter
-    parameter_problem = parameters.parameter_problem
-    settle_parameters = parameters.settle_parameters
-    save_pretrained = publishing.save_pretrained
-    save_cross_encoder = publishing.save_cross_encoder
-    push_to_hub = publishing.push_to_hub
-    to_hf = publishing.to_hf
+    # scoring (Scoring), sentence-transformers' calls (CrossEncoderPairs) and what it writes: its collaborators'
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The autocast context of a call on the model's device and dtype (none for fp32)."""
+        return self._scoring.autocast()
+
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None) -> Scored:
+        """Differentiable scores of ``(queries[i], texts[i])`` (``Scoring.score_batch``: training's forward)."""
+        return self._scoring.score_batch(queries, texts, progress, workers, tokens)
+
+    def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
+        """Inference scores of the pairs ``(queries[i], texts[i])`` as a float64 array; an error names the
+        first pairs whose score is not finite."""
+        return self._scoring.score_texts(queries, texts, self)
+
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        """What the model reads of ``text``: the (start, end) spans of the chunks it encodes, in
+        tokens of the text without special tokens (end exclusive), after every cap."""
+        return self._scoring.chunk_spans(text)
+
+    def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return explain_windows(self, frame)
+
+    def predict(self, inputs, batch_size: int | None = None, show_progress_bar: bool | None = None,
+                activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, apply_softmax: bool = False,
+                convert_to_numpy: bool = True, convert_to_tensor: bool = False, *, prompt_name: str | None = None,
+                prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None):
+        return self._pairs.predict(inputs, batch_size, show_progress_bar, activation_fn, apply_softmax,
+                                   convert_to_numpy, convert_to_tensor, prompt_name=prompt_name, prompt=prompt,
+                                   device=device, pool=pool, chunk_size=chunk_size)
+
+    def rank(self, query: str, documents: list[str], top_k: int | None = None, return_documents: bool = False,
+             batch_size: int | None = None, show_progress_bar: bool | None = None,
+             activation_fn: Callable[[torch.Tensor], torch.Tensor] | None = None, *, prompt_name: str | None = None,
+             prompt: str | None = None, device=None, pool=None, chunk_size: int | None = None) -> list[dict]:
+        return self._pairs.rank(query, documents, top_k, return_documents, batch_size, show_progress_bar,
+                                activation_fn, prompt_name=prompt_name, prompt=prompt, device=device, pool=pool,
+                                chunk_size=chunk_size)
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """``config.json`` (the encoder's transformers config, this library's fields under
+        ``"pyterrier_longdoc"``), ``model.safetensors``, the tokenizer, a model card (``README.md``) and
+        ``pt_meta.json``, which makes the folder a PyTerrier artifact: ``pt.Artifact.load(path)`` loads it.
+
+        Saving over a saved model is atomic: the new folder is written beside ``path`` and takes its place
+        in one step, so an interrupted save leaves the old model, never a mix; other entries of the old
+        folder (a recipe's ``passage-stage``) are kept. The model's ``fusion`` with the first stage, where one
+        was chosen, is saved in ``config.json``."""
+        self.settle_parameters()
+        self.config.fusion = self.fusion.to_dict() if self.fusion is not None else None
+        save_folder(Path(path), self.model, self.config, self)
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        """Writes the window scorer as a standard sequence-classification folder, which
+        ``sentence_transformers.CrossEncoder(path)`` and ``AutoModelForSequenceClassification``
+        load, scoring a (query, window) pair as this model scores that window (FirstP, MaxP, SumP,
+        KMaxAvgP, LongP: the models that score windows with that head)."""
+        write_cross_encoder(self.model, Path(path), type(self).__name__)
+
+    def push_to_hub(self, repo_id: str, *, private: bool = False, commit_message: str = "pyterrier_longdoc model",
+                    token: str | None = None, revision: str | None = None) -> str:
+        """Uploads what ``save_pretrained`` writes to a HuggingFace hub repository (created if
+        needed); ``from_pretrained(repo_id)`` then loads it. Returns the commit URL."""
+        return push_folder(self.save_pretrained, repo_id, private=private, commit_message=commit_message,
+                           token=token, revision=revision)
+
+    def to_hf(self, repo: str, *, branch: str | None = None, pretty_name: str | None = None,
+              private: bool | None = None) -> None:
+        """Uploads the model to a HuggingFace hub model repository (``owner/name``, or
+        ``owner/name@branch``), as ``save_pretrained`` writes it; ``from_hf`` loads it back.
+        ``pretty_name`` is unused: the model card names the model."""
+        repo, branch = repo.split("@", 1) if "@" in repo else (repo, branch)
+        self.push_to_hub(repo, private=bool(private), revision=branch)
+
+    # the documentation of what a collaborator does, written once, beside the code that does it
+    explain.__doc__ = explain_windows.__doc__
+    predict.__doc__ = CrossEncoderPairs.predict.__doc__
+    rank.__doc__ = CrossEncoderPairs.rank.__doc__
+
+
+@cache
+def _setting_names(cls: type[LongDocReranker]) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls.Settings))
+
+
+@cache
+def _declared(cls: type, name: str) -> bool:
+    """Whether the class has ``name`` (a method, property, class value) or declares it as an instance attribute."""
+    return hasattr(cls, name) or any(name in vars(k).get("__annotations__", {}) for k in cls.__mro__)
 
 
 def _stored_fit_options(fit_options: dict, options: dict) -> dict:

@@ -2,30 +2,35 @@
 # ruff: noqa
 import os
 import torch
+import contextlib
+import dataclasses
 import inspect
 import os
 import textwrap
 import types
+from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
-from . import _hub as publishing
-from . import _pairs as pairs
-from . import _parameters as parameters
-from . import _scoring as scoring
+from ._explain import explain as explain_windows
+from ._pairs import CrossEncoderPairs
+from ._scoring import Scoring, check_finite
+from .engine.weights import save_cross_encoder as write_cross_encoder
 from .engine.backbone import enable_gradient_checkpointing, resolve_checkpoint
 from ._build import UntrainedHeadWarning, build_model
 from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
-from ._hub import hub_repository
-from .engine.model import LongDocModel
+from ._hub import hub_repository, push_folder, save_folder
+from .engine.model import LongDocModel, Scored
+from ._parameters import ModelParameters
 from .fusion import Fusion
 from ._placement import RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live, runtime_option
-from ._registry import known_names, model_class, register, registered_models
-from .engine.runtime import Runtime, hold_parameters
+from ._registry import known_names, model_class, register
+from .engine.runtime import OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
 from .engine.settings import ModelSettings
 from .aggregators.base import Aggregator
 
@@ -40,13 +45,10 @@ class _ClassOnly:
 def _with_signature(function, owner: type, signature: inspect.Signature):
     ...
 
-def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
-    ...
-
 def _checked_fit_options(fit_options: dict | None) -> dict:
     ...
 
-def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig, model: LongDocModel, path) -> None:
+def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source: tuple, config: ModelConfig, model: LongDocModel, path, given: Iterable[str]=()) -> None:
     ...
 
 class LongDocReranker(pt.Estimator, pt.Artifact):
@@ -134,6 +136,9 @@ Args:
     fit_options: dict[str, Any]
     history: pd.DataFrame | None
     fusion: Fusion | None
+    training_data: dict[str, int] | None
+    training_options: dict[str, Any] | None
+    path: Any
 
     def __init_subclass__(cls, **kwargs):
         ...
@@ -157,7 +162,25 @@ Args:
     def typed_settings(self) -> ModelSettings:
         ...
 
-    def _replace_settings(self, **changes) -> None:
+    def get_parameter(self, name: str) -> Any:
+        ...
+
+    def set_parameter(self, name: str, value: Any) -> None:
+        ...
+
+    def tunable_parameters(self) -> tuple[str, ...]:
+        ...
+
+    def parameter_problem(self) -> str | None:
+        ...
+
+    def settle_parameters(self) -> None:
+        ...
+
+    def __getattr__(self, name: str) -> Any:
+        ...
+
+    def __setattr__(self, name: str, value: Any) -> None:
         ...
 
     @classmethod
@@ -177,7 +200,9 @@ Args:
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         ...
-    fit = _fit
+
+    def fit(self, topics_or_res_tr: pd.DataFrame, qrels_tr: pd.DataFrame, topics_or_res_va=None, qrels_va=None, *, candidates=None, valid_candidates=None, **options) -> pd.DataFrame:
+        ...
     batch_size: int = ...
     text_field: str = ...
     verbose: bool | None = ...
@@ -198,22 +223,42 @@ Args:
 
     def place_weights(self) -> None:
         ...
-    autocast = scoring.autocast
-    score_batch = scoring.score_batch
-    score_texts = scoring.score_texts
-    chunk_spans = scoring.chunk_spans
-    explain = scoring.explain
-    predict = pairs.predict
-    rank = pairs.rank
-    tunable_parameters = parameters.tunable_parameters
-    get_parameter = parameters.get_parameter
-    set_parameter = parameters.set_parameter
-    parameter_problem = parameters.parameter_problem
-    settle_parameters = parameters.settle_parameters
-    save_pretrained = publishing.save_pretrained
-    save_cross_encoder = publishing.save_cross_encoder
-    push_to_hub = publishing.push_to_hub
-    to_hf = publishing.to_hf
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        ...
+
+    def score_batch(self, queries: list[str], texts: list[str], progress=None, workers=None, tokens=None) -> Scored:
+        ...
+
+    def score_texts(self, queries: list[str], texts: list[str]) -> np.ndarray:
+        ...
+
+    def chunk_spans(self, text: str) -> list[tuple[int, int]]:
+        ...
+
+    def explain(self, frame: pd.DataFrame) -> pd.DataFrame:
+        ...
+
+    def predict(self, inputs, batch_size: int | None=None, show_progress_bar: bool | None=None, activation_fn: Callable[[torch.Tensor], torch.Tensor] | None=None, apply_softmax: bool=False, convert_to_numpy: bool=True, convert_to_tensor: bool=False, *, prompt_name: str | None=None, prompt: str | None=None, device=None, pool=None, chunk_size: int | None=None):
+        ...
+
+    def rank(self, query: str, documents: list[str], top_k: int | None=None, return_documents: bool=False, batch_size: int | None=None, show_progress_bar: bool | None=None, activation_fn: Callable[[torch.Tensor], torch.Tensor] | None=None, *, prompt_name: str | None=None, prompt: str | None=None, device=None, pool=None, chunk_size: int | None=None) -> list[dict]:
+        ...
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        ...
+
+    def save_cross_encoder(self, path: str | os.PathLike) -> None:
+        ...
+
+    def push_to_hub(self, repo_id: str, *, private: bool=False, commit_message: str='pyterrier_longdoc model', token: str | None=None, revision: str | None=None) -> str:
+        ...
+
+    def to_hf(self, repo: str, *, branch: str | None=None, pretty_name: str | None=None, private: bool | None=None) -> None:
+        ...
+    explain.__doc__ = explain_windows.__doc__
+    predict.__doc__ = CrossEncoderPairs.predict.__doc__
+    rank.__doc__ = CrossEncoderPairs.rank.__doc__
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> None:
         ...
@@ -225,6 +270,14 @@ Args:
     @classmethod
     def from_hf(cls, repo: str, branch: str | None=None, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> LongDocReranker:  # type: ignore[override]
         ...
+
+@cache
+def _setting_names(cls: type[LongDocReranker]) -> frozenset[str]:
+    ...
+
+@cache
+def _declared(cls: type, name: str) -> bool:
+    ...
 
 def _stored_fit_options(fit_options: dict, options: dict) -> dict:
     ...

@@ -39,10 +39,15 @@ def warn(message: str, category: type[Warning] = LongDocWarning) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
+# the release that removes the deprecated names (window/stride for word and passage counts, PassageArguments'
+# batch_size and bf16), deprecated in 0.2
+REMOVED_IN = "0.3.0"
+
+
 def renamed(given: dict, renames: dict[str, str], where: str, defaults: dict | None = None) -> dict:
     """``given`` (keyword arguments or saved settings) with each old name of ``renames`` (old: new)
-    under its new name, with a DeprecationWarning that names the new one: old names work for one
-    release. ``None`` under an old name means not given, and so does a new name at its value in
+    under its new name, with a DeprecationWarning that names the new one: old names work until
+    ``REMOVED_IN``. ``None`` under an old name means not given, and so does a new name at its value in
     ``defaults``; an old and a new name given together are a TypeError."""
     out, defaults = dict(given), defaults or {}
     for old, new in renames.items():
@@ -51,7 +56,7 @@ def renamed(given: dict, renames: dict[str, str], where: str, defaults: dict | N
             continue
         if out.get(new) is not None and (new not in defaults or out[new] != defaults[new]):
             raise TypeError(f"{where}: give {new} only ({old} is its deprecated name)")
-        warn(f"{where}: {old} is deprecated, use {new} (the same value; {old} goes in the next release)",
+        warn(f"{where}: {old} is deprecated, use {new} (the same value; {old} is removed in version {REMOVED_IN})",
              LongDocDeprecationWarning)
         out[new] = out.pop(old)
     return out

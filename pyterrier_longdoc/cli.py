@@ -544,7 +544,7 @@ def _run(args) -> int:
         run(args.output, quick=args.quick, backbone=args.backbone, dtype=args.dtype, seed=args.seed)
         return 0
     if args.command == "models":
-        from ._registry import registered_models
+        from .models import registered_models
         from .listwise import RankGPT
 
         named = registered_models()
@@ -590,7 +590,7 @@ def plain_text(text: str) -> str:
 
 
 def _train(args) -> int:
-    from ._registry import model_class
+    from .models import model_class
 
     if bool(args.valid_topics) != bool(args.valid_qrels):
         raise CliError("--valid-topics and --valid-qrels go together")
@@ -641,8 +641,7 @@ def _check_qrels(qrels: pd.DataFrame, topics: pd.DataFrame, qrels_path: str, top
 
 
 def _rerank(args) -> int:
-    from ._registry import MODELS, model_class
-    from ._reranker import LongDocReranker
+    from .models import LongDocReranker, model_class, registered_models
 
     check_run_name(args.name)
     if args.backbone:
@@ -650,7 +649,7 @@ def _rerank(args) -> int:
         check_model_source(source, "--backbone")
     else:
         cls, source = LongDocReranker, args.model
-        if args.model in MODELS and not Path(args.model).exists():
+        if args.model in registered_models() and not Path(args.model).exists():
             raise CliError(f"--model {args.model}: no such directory; {args.model!r} is a model name, which "
                            f"starts from a trained cross-encoder: add --backbone DIR (a saved model is a directory)")
         check_model_source(source, "--model")

@@ -61,7 +61,7 @@ FUSED = " + BM25"  # a model fused with the first stage (its weight chosen on va
 # of seed 0 (the triples differing by one query's candidates), the latter ranking with the real query as
 # with a constant one. 200 steps leave it room, at 165 CPU seconds more.
 PASSAGE_STAGE = dict(steps=200)
-QUICK_STAGES = dict(passage=dict(steps=4, batch_size=4), document=dict(epochs=1))
+QUICK_STAGES = dict(passage=dict(steps=4, triples_per_step=4), document=dict(epochs=1))
 CEILING = 0.95  # at or above it a group leaves no room for the tests to show a difference
 ALPHA = 0.05
 

@@ -52,7 +52,7 @@ LAYERS = 2  # two of MiniLM's six layers: every model trains and scores in secon
 SEED = 42
 # 40 steps of 8 (answer, cut) pairs with the margin loss, at 1e-4: a few dozen steps at the papers'
 # 1e-5 to 3e-5 learn nothing
-PASSAGE_STAGE = dict(steps=40, lr=1e-4, batch_size=8, loss="margin", max_length=128)
+PASSAGE_STAGE = dict(steps=40, lr=1e-4, triples_per_step=8, loss="margin", max_length=128)
 
 
 def dtype() -> str:

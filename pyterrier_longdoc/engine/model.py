@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,12 +19,10 @@ from torch import nn
 from .batching import BATCHINGS, ChunkBatch, ChunkPlan, run_with_backoff
 from .chunking import Chunking, SpecialLayout
 from .tokenization import Tokenization
-from .config import WEIGHTS_NAME, ModelConfig
+from .config import ModelConfig
 from .fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linears, supports_partial_last_layer
-from .files import file_sha256
 from .runtime import Runtime
-from .weights import (architecture, read_weights, save_not_a_cross_encoder, save_tokenizer, save_weights,
-                      scores_windows)
+from .weights import load_folder_weights, write_folder
 from ..aggregators.base import Aggregator
 
 
@@ -282,20 +279,8 @@ class LongDocModel(ObservedStages, nn.Module):
         return _per_document(pieces, plan, len(doc_ids))
 
     def save_pretrained(self, path: str | os.PathLike, config: ModelConfig) -> None:
-        """Writes ``model.safetensors`` (under transformers' names, see ``weights``), the
-        tokenizer files and ``config.json`` (last, with the weights' checksum and the architecture
-        the weights are)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        save_tokenizer(self, path)
-        for file in self.code_files:  # a load with trust_remote_code reads the code here, and only here
-            shutil.copyfile(file, path / Path(file).name)
-        if not scores_windows(self):
-            save_not_a_cross_encoder(path, config.model)  # CrossEncoder(path) fails, naming the model
-        save_weights(self, path / WEIGHTS_NAME)
-        config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
-        config.encoder = {**config.encoder, "architectures": [architecture(self)]}
-        config.write(path)
+        """Writes the model's folder (``weights.write_folder``): weights, tokenizer, ``config.json`` last."""
+        write_folder(self, Path(path), config, self.code_files)
 
     def weights_changed(self) -> None:
         """Called after the weights were changed in place (model selection restoring the best model):
@@ -303,22 +288,7 @@ class LongDocModel(ObservedStages, nn.Module):
 
     def load_weights(self, path: Path, sha256: str | None = None) -> None:
         """Loads ``model.safetensors`` of ``path``; with ``sha256``, only if its checksum matches."""
-        from safetensors import SafetensorError
-
-        weights = path / WEIGHTS_NAME
-        if not weights.is_file():
-            raise FileNotFoundError(f"{path} has no {WEIGHTS_NAME}: an incomplete pyterrier_longdoc checkpoint")
-        if sha256 is not None and file_sha256(weights) != sha256:
-            raise ValueError(f"{weights} is corrupt or truncated, or was changed: its checksum is not the one its "
-                             "config.json was saved with. Restore the file, or pass verify_weights=False to load "
-                             "weights you changed on purpose")
-        try:
-            missing, unexpected = read_weights(self, weights, str(self.device))
-        except (SafetensorError, OSError, ValueError, RuntimeError) as error:
-            raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
-        if missing or unexpected:
-            raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
-                             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+        load_folder_weights(self, path, sha256)
 
 
 def _owning(worker: Callable[[ChunkBatch], torch.Tensor]) -> Callable[[ChunkBatch], torch.Tensor]:

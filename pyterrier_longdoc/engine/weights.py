@@ -11,10 +11,13 @@ Folders saved under the library's names (version 0.2.0) still load.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from torch import nn
 
+from .config import WEIGHTS_NAME, ModelConfig
+from .files import file_sha256
 from ..aggregators.heads import POOLINGS, ClassifierHead
 from ..aggregators.score import ScoreAggregator
 
@@ -149,3 +152,39 @@ def save_tokenizer(model: nn.Module, path: Path) -> None:
         tokenizer.save_pretrained(path)
     finally:
         tokenizer.model_max_length = own
+
+
+def write_folder(model: nn.Module, path: Path, config: ModelConfig, code_files: tuple = ()) -> None:
+    """Writes ``model.safetensors`` (under transformers' names), the tokenizer files, the custom code
+    (``code_files``, which a load with ``trust_remote_code`` reads here, and only here) and ``config.json``
+    (last, with the weights' checksum and the architecture the weights are)."""
+    path.mkdir(parents=True, exist_ok=True)
+    save_tokenizer(model, path)
+    for file in code_files:
+        shutil.copyfile(file, path / Path(file).name)
+    if not scores_windows(model):
+        save_not_a_cross_encoder(path, config.model)  # CrossEncoder(path) fails, naming the model, not guessing a head
+    save_weights(model, path / WEIGHTS_NAME)
+    config.weights_sha256 = file_sha256(path / WEIGHTS_NAME)
+    config.encoder = {**config.encoder, "architectures": [architecture(model)]}
+    config.write(path)
+
+
+def load_folder_weights(model: nn.Module, path: Path, sha256: str | None = None) -> None:
+    """Loads ``model.safetensors`` of ``path`` into ``model``; with ``sha256``, only if its checksum matches."""
+    from safetensors import SafetensorError
+
+    weights = path / WEIGHTS_NAME
+    if not weights.is_file():
+        raise FileNotFoundError(f"{path} has no {WEIGHTS_NAME}: an incomplete pyterrier_longdoc checkpoint")
+    if sha256 is not None and file_sha256(weights) != sha256:
+        raise ValueError(f"{weights} is corrupt or truncated, or was changed: its checksum is not the one its "
+                         "config.json was saved with. Restore the file, or pass verify_weights=False to load "
+                         "weights you changed on purpose")
+    try:
+        missing, unexpected = read_weights(model, weights, str(next(model.parameters()).device))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        raise ValueError(f"{weights} is corrupt or truncated and cannot be loaded: {error}") from error
+    if missing or unexpected:
+        raise ValueError(f"{weights} does not match the model of {path / 'config.json'}: "
+                         f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")

@@ -1,4 +1,7 @@
-"""The public model classes, one module per family: an aggregator head, defaults, and the paper."""
+"""The public model classes, one module per family: an aggregator head, defaults, and the paper; and the
+registry's public view, with every family imported (each class registers the short name it declares)."""
+from .._registry import model_class, registered_models
+from .._reranker import LongDocReranker
 from .biencoder import BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP
 from .cedr import CedrDrmm, CedrKnrm, CedrPacrr
 from .llm import LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP
@@ -12,4 +15,5 @@ __all__ = ["FirstP", "MaxP", "SumP", "KMaxAvgP", "AvgP", "ParadeAvg", "ParadeMax
            "ParadeCNN", "ParadeTransformer", "ParadeTransformerPretrained", "ParadeTransformerQ",
            "CedrKnrm", "CedrPacrr", "CedrDrmm", "NeuralModel1", "LongP",
            "LLMFirstP", "LLMMaxP", "LLMSumP", "LLMKMaxAvgP", "LLMLongP",
-           "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP"]
+           "BiEncoderFirstP", "BiEncoderMaxP", "BiEncoderLongP", "LongDocReranker", "model_class",
+           "registered_models"]

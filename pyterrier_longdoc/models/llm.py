@@ -124,7 +124,7 @@ class LLMCrossEncoder(LongDocReranker):
         if not has_lora(self.model.encoder):
             raise ValueError(f"{type(self).__name__} has no LoRA adapters to merge (lora=None)")
         merge_lora(self.model.encoder)
-        self._replace_settings(lora=None)
+        self._parameters.replace(lora=None)
         self._placement.replicas.clear()  # the copies have the adapter layers
 
     def save_cross_encoder(self, path: str | os.PathLike) -> None:

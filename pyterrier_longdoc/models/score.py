@@ -6,8 +6,10 @@ score of the (query, window) pair, so these models rank zero-shot.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from .._build import InMemory, build_model
 from .._reranker import LongDocReranker
 from ..engine.settings import ModelSettings, positive_int, setting
 from ..aggregators.score import ScoreAggregator
@@ -48,6 +50,12 @@ class FirstP(LongDocReranker):
     Settings = FirstPSettings
     crops = True  # reading the start only is FirstP's definition: no cropping warning unless warn_cropping=True
 
+    def as_maxp(self, **settings) -> MaxP:
+        """The inference view of a segment-trained FirstP (BeST): a MaxP with a copy of its weights, reading
+        disjoint windows of the FirstP's size over ``max_doc_tokens`` tokens, filled as the training segments
+        are (FirstP and MaxP score each window with the same head); ``settings`` over those."""
+        return _maxp_reading(self, {"max_chunks": None, "disjoint_split": "fill", **settings})
+
 
 class MaxP(LongDocReranker):
     """MaxP: the best-scoring sliding window decides (window 150, stride 100, 1431 tokens)."""
@@ -56,6 +64,11 @@ class MaxP(LongDocReranker):
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "max"}
     Settings = MaxPSettings
+
+    def as_maxp(self, **settings) -> MaxP:
+        """The model itself, or a MaxP with a copy of its weights and ``settings`` when they are given (as
+        ``FirstP.as_maxp``: BeST's inference view)."""
+        return self if not settings else _maxp_reading(self, settings)
 
 
 class SumP(LongDocReranker):
@@ -74,3 +87,13 @@ class KMaxAvgP(LongDocReranker):
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "kmaxavg"}
     Settings = KMaxAvgPSettings
+
+
+def _maxp_reading(model: FirstP | MaxP, settings: dict) -> MaxP:
+    """A MaxP with a copy of ``model``'s encoder and window head, its settings with ``settings`` over them,
+    built by the one building path (``build_model``, from the model in memory), on its runtime."""
+    if model.name not in ("firstp", "maxp"):  # an LLM's or another subclass's settings are not MaxP's
+        raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(model).__name__}")
+    source = InMemory(model.model, model.settings, model.config.base_model)
+    config, engine = build_model(MaxP, source, settings)
+    return MaxP.from_model(engine, config, **{**dataclasses.asdict(model.runtime), "device": model.device})

@@ -2,7 +2,9 @@
 # ruff: noqa
 import os
 import torch
+import dataclasses
 from dataclasses import dataclass
+from .._build import InMemory, build_model
 from .._reranker import LongDocReranker
 from ..engine.settings import ModelSettings, positive_int, setting
 from ..aggregators.score import ScoreAggregator
@@ -47,6 +49,9 @@ Args:
     Settings = FirstPSettings
     crops = True
 
+    def as_maxp(self, **settings) -> MaxP:
+        ...
+
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=None, stride: int | None=None, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=1, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> None:
         ...
 
@@ -80,6 +85,9 @@ Args:
     aggregator = ScoreAggregator
     aggregator_args = {'reduce': 'max'}
     Settings = MaxPSettings
+
+    def as_maxp(self, **settings) -> MaxP:
+        ...
 
     def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=150, stride: int | None=100, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False) -> None:
         ...
@@ -160,3 +168,6 @@ Args:
     @classmethod
     def from_hf(cls, repo: str, branch: str | None=None, *, batch_size: int=16, text_field: str='text', device: str | torch.device | list | None=None, dtype: str | torch.dtype | None=None, verbose: bool | None=None, warn_cropping: bool | None=None, trust_remote_code: bool=False, verify_weights: bool=True, fit_options: dict | None=None, seed: int | None=None, attn_implementation: str | None=None, max_batch_tokens: int | None=None, window: int | None=150, stride: int | None=100, max_query_tokens: int | None=32, max_doc_tokens: int=1431, max_chunks: int | None=None, chunk_selection: str='first', max_length: int | None=512, disjoint_split: str='even', query_prefix: str='', doc_prefix: str='', append_eos: bool | None=None, gradient_checkpointing: bool=False, k: int=3) -> KMaxAvgP:  # type: ignore[override]
         ...
+
+def _maxp_reading(model: FirstP | MaxP, settings: dict) -> MaxP:
+    ...

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._registry import model_class
+from ..models import model_class
 from ..training import SegmentShuffle, TrainingArguments, train_long_document_ranker
 from ..training.fit_loop import run_metric
 from .registry import Column, Row

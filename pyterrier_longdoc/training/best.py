@@ -14,18 +14,16 @@ no training loop is duplicated here.
 """
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._build import InMemory, build_model
 from ..engine.chunking import window_starts
-from .._registry import model_class
 from ..engine.text import text_offsets, without_lone_surrogates
 from .fit_loop import evaluate, fit, validation_data
 from .sampling import Named, text_lookup, training_data
@@ -266,6 +264,14 @@ def _select(reranker: Scorer, pairs, per_doc: Mapping, segment_text: Mapping, qu
     return best.drop_duplicates(["qid", "docno"]).reset_index(drop=True)
 
 
+@runtime_checkable
+class SegmentModel(Scorer, Protocol):
+    """A model BeST trains (a FirstP or MaxP), which reads every segment as a MaxP."""
+
+    def as_maxp(self, **settings) -> Scorer:
+        """The MaxP that scores every segment with this model's head (``FirstP.as_maxp``, ``MaxP.as_maxp``)."""
+
+
 def as_maxp(reranker: Scorer, **settings) -> Scorer:
     """The inference view of a segment-trained model: a MaxP scoring every segment.
 
@@ -273,16 +279,9 @@ def as_maxp(reranker: Scorer, **settings) -> Scorer:
     MaxP with a copy of its weights, reading disjoint windows of the FirstP's size over
     ``max_doc_tokens`` tokens (FirstP and MaxP score each window with the same head).
     """
-    if reranker.name == "maxp" and not settings:
-        return reranker
-    if reranker.name not in _SEGMENT_MODELS:
+    if reranker.name not in _SEGMENT_MODELS or not isinstance(reranker, SegmentModel):
         raise ValueError(f"as_maxp needs a FirstP or MaxP, got {type(reranker).__name__}")
-    maxp = model_class("maxp")
-    if reranker.name == "firstp":  # every window of the FirstP's size, filled as the training segments are
-        settings = {"max_chunks": None, "disjoint_split": "fill", **settings}
-    source = InMemory(reranker.model, reranker.settings, reranker.config.base_model)
-    config, model = build_model(maxp, source, settings)
-    return maxp.from_model(model, config, **{**dataclasses.asdict(reranker.runtime), "device": reranker.device})
+    return reranker.as_maxp(**settings)
 
 
 __all__ = ["BestResult", "fit_best", "segment_documents", "as_maxp", "parent_docno", "segment_id"]

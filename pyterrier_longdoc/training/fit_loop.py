@@ -41,44 +41,8 @@ def fit(reranker: Scorer, topics: pd.DataFrame, qrels: pd.DataFrame, candidates,
             the training queries with ``valid_fraction``.
         callback: called after every optimiser step with the history row.
 
-    Settings:
-        loss: ``"margin"``, ``"listwise"`` (softmax cross-entropy over the positive and ``negatives``
-            negatives) or an ``nn.Module`` taking scores ``[queries, 1 + negatives]``.
-        valid_fraction: a fraction of the training queries that have a judged-relevant document
-            (at least one query), drawn by ``seed``, held out for validation (their candidates
-            come from the same ``candidates``); disjoint from the training queries.
-        valid_metric: an ir_measures name (``"nDCG@10"``, ``"RR@10"``, ...). With validation the
-            starting model is evaluated before the first step, then every ``eval_every`` steps and
-            after every epoch (the history's ``valid_metric`` column; the start's value is in
-            ``attrs["selection"]``).
-        load_best_model_at_end: (default True) restore the best evaluated model at the end, the
-            start included, so training never ends below its start on validation; a
-            ``TrainingBelowStartWarning`` says when the last evaluation was below the start. The
-            history's ``attrs["selection"]`` holds the start, best, best step and last value, and
-            what random orders of the validation candidates score (``random``: their mean;
-            ``random_p95``: 95% of them score less); a ``ChanceLevelWarning`` says when the best
-            model is no better than that: nothing that tells the answers apart was learned.
-        patience: stop after this many evaluations without improvement (early stopping).
-        checkpoint_dir: written atomically every ``checkpoint_every`` steps and after every epoch;
-            a later call with the same directory resumes from the newest valid checkpoint (a
-            damaged one is skipped with a warning) and ends with the same model as an
-            uninterrupted run, selection included (the best weights are kept in ``best/``).
-            Resuming with other settings or other training data (topics, qrels, the candidates'
-            ranking, the documents' text) is refused. With selection, the last checkpoint is
-            rewritten with the selected weights, so ``from_pretrained(checkpoint_dir)`` loads the
-            model ``fit`` ended with.
-        save_total_limit: how many of the newest checkpoints are kept.
-        restart: remove the checkpoints of ``checkpoint_dir`` and train from the first step.
-        attention_dropout: the dropout on the encoder's attention probabilities while training
-            (default ``None``: the model's own, 0.1 for BERT-style encoders, as the papers train).
-            ``0.0`` lets PyTorch use its fused attention kernel on the CPU, which takes no dropout:
-            a training step at 512 tokens takes about 40% less time
-            (``benchmarks/attention_dropout.py``). The model's config and inference are unchanged.
-        epoch_lr_decay: multiply both rates by this after each epoch (default 1.0: constant after
-            the warm-up; the authors' configurations for Boytsov et al.'s models use 0.95).
-        max_grad_norm: clip the gradient of each optimiser step (over all parameters, after
-            unscaling) to this L2 norm, and record the norm before clipping in the history's
-            ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.
+    The settings (``loss``, ``valid_metric``, ``checkpoint_dir``, ``attention_dropout``, ...) are documented
+    on :class:`TrainingArguments`, where each is declared.
 
     Every input is checked before the first step: a missing, non-text or invalid query or
     document text, a non-numeric label, rank or score, a missing text for a document training

@@ -62,7 +62,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
             ``negatives_per_query`` triples whose negatives are drawn from the topic's ``top_k``
             non-relevant candidates (hard negatives); without ``candidates``, or for a topic none
             of whose candidates is a non-relevant passage, from all the passages at random.
-        args: a :class:`~pyterrier_longdoc.training.PassageArguments` (steps, lr, batch_size,
+        args: a :class:`~pyterrier_longdoc.training.PassageArguments` (steps, lr, triples_per_step,
             loss, dtype, ...; see it for each field's meaning and default).
         **options: the same fields as keyword arguments (``steps=100, lr=1e-4``), over ``args``:
             an explicit keyword wins. An unknown name or a bad value is an error naming it,
@@ -84,7 +84,7 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     with _quiet_loading(args.verbose):  # the "classifier MISSING" report: a new head is what this stage trains
         model = CrossEncoder(str(backbone), num_labels=1, max_length=args.max_length,
                              device=str(runtime.available_devices()[0]))
-    total_steps = args.steps or args.epochs * -(-len(triples) // args.batch_size)
+    total_steps = args.steps or args.epochs * -(-len(triples) // args.triples_per_step)
     output_dir = Path(output_dir)
     resume_from = None
     if args.checkpoint_every is not None:  # checked before training: a changed run is refused at once
@@ -160,7 +160,7 @@ def _trainer_arguments(runtime: Runtime, output_dir, args: PassageArguments, *, 
         raise ValueError(f"dtype fp16 trains on a CUDA GPU only, not on {device}; use 'bf16' or 'fp32'")
     return CrossEncoderTrainingArguments(
         output_dir=str(Path(output_dir) / "trainer"), max_steps=args.steps or -1, num_train_epochs=args.epochs,
-        per_device_train_batch_size=args.batch_size, learning_rate=args.lr, learning_rate_mapping=rates,
+        per_device_train_batch_size=args.triples_per_step, learning_rate=args.lr, learning_rate_mapping=rates,
         warmup_steps=int(args.warmup * total_steps), weight_decay=0.0,
         seed=args.seed, data_seed=args.seed, bf16=precision == "bf16", fp16=precision == "fp16",
         save_strategy="no" if args.checkpoint_every is None else "steps",

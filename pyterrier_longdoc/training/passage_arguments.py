@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 import torch
 
 from ..engine.backbone import check_attention_dropout
 from ..engine.runtime import Runtime
-from .._warn import LongDocDeprecationWarning, warn
+from .._warn import REMOVED_IN, LongDocDeprecationWarning, warn
 from .arguments import _integer, _is_number, _positive_int, did_you_mean
 
 __all__ = ["PassageArguments", "LOSSES"]
 
 LOSSES = ("margin", "mnrl")
 # keyword arguments of earlier releases: (the new field, how the old value reads as the new one)
-_DEPRECATED = {"bf16": ("dtype", lambda bf16: "bf16" if bf16 else "fp32")}
+# old name -> (new name, the new value from the old); each works until _warn.REMOVED_IN, with a DeprecationWarning
+_DEPRECATED = {"bf16": ("dtype", lambda bf16: "bf16" if bf16 else "fp32"),
+               # batch_size is the models' (query, chunk) sequences per encoder call; here it counted triples per step
+               "batch_size": ("triples_per_step", lambda triples: triples)}
 
 
 @dataclass
@@ -37,7 +40,9 @@ class PassageArguments:
             the encoder has to learn towards it; the papers' document training gives the head
             ten times the encoder's rate. (The recipe leaves it off: with it and no attention
             dropout the passage stage did better on GCIDE and worse on FOLDOC.)
-        batch_size: triples per optimiser step.
+        triples_per_step: (query, positive, negative) triples per optimiser step (``batch_size``, its old name,
+            works until version 0.3.0 with a DeprecationWarning: a model's ``batch_size`` counts sequences per
+            encoder call).
         warmup: fraction of the steps with a linearly rising rate (then linear decay, the
             Trainer's default schedule).
         loss: ``"margin"`` (hinge on ``score(positive) - score(negative)`` with margin 1, as the
@@ -75,7 +80,7 @@ class PassageArguments:
     epochs: int = 1
     lr: float = 1e-4
     head_lr: float | None = None
-    batch_size: int = 8
+    triples_per_step: int = 8
     warmup: float = 0.1
     loss: str = "margin"
     negatives_per_query: int = 1
@@ -89,11 +94,19 @@ class PassageArguments:
     attention_dropout: float | None = None
     checkpoint_every: int | None = None
     restart: bool = False
+    batch_size: InitVar[int | None] = None  # triples_per_step's old name, until version 0.3.0
 
-    def __post_init__(self):
+    def __post_init__(self, batch_size: int | None = None):
+        if batch_size is not None:
+            if self.triples_per_step != 8 and self.triples_per_step != batch_size:
+                raise TypeError("PassageArguments: give triples_per_step only: batch_size= is its deprecated form")
+            warn(f"PassageArguments(batch_size=...) is deprecated: use triples_per_step={batch_size!r} (batch_size "
+                 f"is removed in version {REMOVED_IN})",
+                 LongDocDeprecationWarning)
+            self.triples_per_step = batch_size
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        for name in ("epochs", "batch_size", "negatives_per_query", "top_k", "max_length"):
+        for name in ("epochs", "triples_per_step", "negatives_per_query", "top_k", "max_length"):
             _positive_int(name, getattr(self, name))
         for name in ("steps", "checkpoint_every"):
             if getattr(self, name) is not None:
@@ -127,7 +140,8 @@ class PassageArguments:
                 continue
             if options.get(new) is not None:
                 raise TypeError(f"{where}: give {new} only: {old}= is its deprecated form")
-            warn(f"{where}({old}=...) is deprecated: use {new}={convert(options[old])!r}",
+            warn(f"{where}({old}=...) is deprecated: use {new}={convert(options[old])!r} ({old} is removed in "
+                 f"version {REMOVED_IN})",
                  LongDocDeprecationWarning)
             options[new] = convert(options.pop(old))
         valid = [f.name for f in dataclasses.fields(cls)]

@@ -48,7 +48,7 @@ RECIPE_DOCUMENT_STAGE = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, querie
 # (0.94 in 200, at twice the CPU time the 15-minute budget has no room for;
 # benchmarks/results/effectiveness-passage-foldoc-trial-passage_steps_100.md). 80 steps scored as well there, but left the
 # demo's MaxP below a random order (benchmarks/results/archive/demo-80-step-passage-stage-rejected.json).
-RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, batch_size=8, max_length=128)
+RECIPE_PASSAGE_STAGE = dict(steps=100, lr=1e-4, max_length=128)  # over PassageArguments' defaults
 RECIPE_WINDOW_WORDS, RECIPE_STRIDE_WORDS = 75, 38  # the passage stage's windows of documents, in words
 _WORD = re.compile(r"\w+")
 HARD_NEGATIVES = ("sampled", "hardest")

@@ -234,3 +234,51 @@ def test_a_biencoder_keeps_its_query_room_after_set_parameter(tiny_bert):
     before = model.model.chunking
     model.set_parameter("stride", 2)
     assert model.model.chunking == dataclasses.replace(before, stride=2)
+
+
+def test_a_setting_assigned_as_an_attribute_is_set_parameter(tiny_bert, tmp_path):
+    # model.window = 20 was kept as an attribute nothing read: get_parameter, settings, repr and the scores
+    # stayed at the old window
+    model = new_model(tiny_bert)  # window 12, stride 6
+    model.window = 8
+    model.stride = 4
+    assert model.window == 8 and model.get_parameter("window") == 8 and model.settings["window"] == 8
+    assert "window=8, stride=4" in repr(model) and "window" not in vars(model)
+    spans = model.chunk_spans("word " * 30)
+    assert all(end - start <= 8 for start, end in spans) and spans[1][0] - spans[0][0] == 4
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        model.window = 0
+    assert model.window == 8
+    model.save_pretrained(tmp_path / "saved")
+    assert pl.MaxP.from_pretrained(tmp_path / "saved").settings["window"] == 8
+
+
+def test_a_misspelt_attribute_is_an_error_with_the_close_name(tiny_bert):
+    model = new_model(tiny_bert)
+    with pytest.raises(AttributeError, match=r"no parameter 'windw' \(did you mean 'window'\?\)"):
+        model.windw = 3
+    with pytest.raises(AttributeError, match=r"no parameter 'batchsize' \(did you mean 'batch_size'\?\)"):
+        model.batchsize = 3
+    assert not hasattr(model, "windw") and model.window == 12
+    model.history = None  # what the model holds stays assignable
+    with pytest.raises(AttributeError):
+        model.windw  # noqa: B018
+
+
+@pytest.mark.parametrize("how", ["constructor", "attribute", "set_parameter"])
+def test_repr_settings_and_saves_agree_for_a_saved_folder_set_back_to_the_default(tiny_bert, tmp_path, how):
+    # a folder saved with window 240, then given window=150 (MaxP's default), printed as MaxP(path, stride=75) and
+    # was rebuilt by that repr with window 240: grid_scan labelled its rows with the wrong window
+    pl.MaxP(tiny_bert, window=240, stride=75, max_query_tokens=8).save_pretrained(tmp_path / "w240")
+    folder = str(tmp_path / "w240")
+    if how == "constructor":
+        model = pl.MaxP(folder, window=150)
+    else:
+        model = pl.MaxP(folder)
+        model.set_parameter("window", 150) if how == "set_parameter" else setattr(model, "window", 150)
+    assert model.get_parameter("window") == 150 and model.settings["window"] == 150
+    assert repr(model) == f"MaxP({folder!r}, window=150, stride=75, max_query_tokens=8)"
+    rebuilt = eval(repr(model), {"MaxP": pl.MaxP})
+    assert rebuilt.settings == model.settings
+    model.save_pretrained(tmp_path / "again")
+    assert pl.MaxP(str(tmp_path / "again")).settings == model.settings

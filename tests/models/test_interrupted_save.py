@@ -8,7 +8,7 @@ import pytest
 
 import pyterrier_longdoc as pl
 from pyterrier_longdoc import _card
-from pyterrier_longdoc.engine import config as _config, files as _files, model as _model
+from pyterrier_longdoc.engine import config as _config, files as _files, weights as _weights
 
 pytestmark = pytest.mark.filterwarnings("ignore::pyterrier_longdoc.UntrainedHeadWarning")
 
@@ -40,7 +40,7 @@ def test_a_save_that_fails_while_writing_the_weights_leaves_the_old_model(old_an
         file.write_bytes(b"half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(_model, "save_weights", failing_writer)
+    monkeypatch.setattr(_weights, "save_weights", failing_writer)
     with pytest.raises(OSError, match="disk full"):
         new.save_pretrained(path)
     np.testing.assert_allclose(loaded_scores(path), old_scores, atol=1e-6)
@@ -56,7 +56,7 @@ def test_a_kill_at_any_step_leaves_the_old_model_loadable(old_and_new, monkeypat
     def kill(*args, **kwargs):
         raise Killed
 
-    target = {"tokenizer": (_model, "save_tokenizer"), "weights": (_model, "save_weights"),
+    target = {"tokenizer": (_weights, "save_tokenizer"), "weights": (_weights, "save_weights"),
               "config": (_config.ModelConfig, "write"), "card": (_card, "model_card"),
               "swap": (_files, "_exchange")}[step]
     monkeypatch.setattr(*target, kill)

@@ -200,6 +200,20 @@ def test_grid_scan_rows_show_the_model_as_it_was_for_the_row(tiny_bert):
     assert plain.drop(columns=["tran_0", "tran_1"]).equals(scan.drop(columns=["tran_0", "tran_1"]))
 
 
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.CroppingWarning")  # long toy documents
+def test_grid_scan_labels_a_row_at_the_class_default_of_a_folder_saved_otherwise(tiny_bert, tmp_path):
+    # a folder saved with max_doc_tokens 64 scanned at 1431 (MaxP's default) was labelled MaxP(folder, window=...,
+    # stride=...), which loads max_doc_tokens 64 again: the row said it scored what it did not
+    topics, qrels, candidates = toy_task(n_queries=2, docs_per_query=2)
+    new_model(tiny_bert).save_pretrained(tmp_path / "saved")  # max_doc_tokens 64
+    model = pl.MaxP(str(tmp_path / "saved"))
+    scan = pl.grid_scan(pt.Transformer.from_df(candidates) >> model, {model: {"max_doc_tokens": [64, 1431]}}, topics,
+                        qrels, "recip_rank")
+    for _, row in scan.iterrows():
+        rebuilt = eval(row["tran_0"], {"MaxP": pl.MaxP})
+        assert rebuilt.get_parameter("max_doc_tokens") == row["tran_0_max_doc_tokens"], row["tran_0"]
+
+
 def test_parameters_are_checked_and_runtime_options_are_parameters(tiny_bert):
     model = new_model(tiny_bert)  # window 12, stride 6
     model.set_parameter("window", 4)  # stride 6 > window 4 for now: GridSearch sets one at a time

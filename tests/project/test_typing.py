@@ -143,3 +143,14 @@ def test_mypy_flags_a_misspelt_setting_and_a_value_of_the_wrong_type(tmp_path, m
     assert flagged == {2, 3, 4, 5, 6, 7}, report
     assert 'Unexpected keyword argument "windw" for "MaxP"; did you mean "window"?' in report
     assert 'Argument "window" to "MaxP" has incompatible type "str"; expected "int | None"' in report
+
+
+# the modules mypy checks clean, the package's imports followed silently: a ratchet, each module added stays clean
+# (the reranker's collaborators, typed since they stopped taking the reranker as an untyped argument)
+MYPY_CLEAN = ["_parameters", "_scoring", "_pairs", "_hub", "_explain", "_card", "_registry", "_placement"]
+
+
+def test_mypy_finds_no_error_in_the_reranker_s_collaborators(tmp_path, mypy_cache, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report, status = mypy(tmp_path, mypy_cache, *(Path("pyterrier_longdoc") / f"{m}.py" for m in MYPY_CLEAN))
+    assert status == 0 and not report.strip(), report

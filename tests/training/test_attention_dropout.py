@@ -93,7 +93,7 @@ def test_the_passage_stage_trains_with_the_rate_and_saves_the_backbones_config(t
 
     CrossEncoderTrainer.training_step = recording_step
     try:
-        folder = train_passage_ranker(tiny_bert, triples, tmp_path / "ranker", steps=2, batch_size=4, dtype="fp32",
+        folder = train_passage_ranker(tiny_bert, triples, tmp_path / "ranker", steps=2, triples_per_step=4, dtype="fp32",
                                       attention_dropout=0.3)
     finally:
         CrossEncoderTrainer.training_step = original

@@ -69,8 +69,10 @@ def test_as_maxp_is_built_by_build_model_with_the_scores_of_a_hand_built_maxp(ti
 
     firstp = FirstP(tiny_bert, max_query_tokens=8, max_doc_tokens=64, max_length=48, seed=3)
     calls = []
-    build = best_module.build_model
-    monkeypatch.setattr(best_module, "build_model", lambda *a, **k: calls.append(a[1]) or build(*a, **k))
+    from pyterrier_longdoc.models import score as score_module
+
+    build = score_module.build_model
+    monkeypatch.setattr(score_module, "build_model", lambda *a, **k: calls.append(a[1]) or build(*a, **k))
     view = as_maxp(firstp, stride=20)
     assert len(calls) == 1 and calls[0].model is firstp.model  # the FirstP in memory is the start
     assert view.model.encoder is not firstp.model.encoder  # a copy: training one leaves the other

@@ -1,4 +1,5 @@
 """The passage stage: sentence-transformers' CrossEncoder training, from triples or PyTerrier frames."""
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ def test_trained_folder_loads_in_sentence_transformers_and_learned_the_task(tiny
 
     held_out = toy_triples(64, seed=1)
     path = train_passage_ranker(tiny_bert, toy_triples(160, seed=0), tmp_path / "ranker", epochs=4, lr=1e-2,
-                                batch_size=16, seed=0, dtype="fp32")
+                                triples_per_step=16, seed=0, dtype="fp32")
     assert path == str(tmp_path / "ranker")
     assert not (tmp_path / "ranker" / "trainer").exists()  # the trainer's scratch folder is gone
     trained = CrossEncoder(path)
@@ -64,7 +65,7 @@ def test_triples_and_frames_together(tiny_bert, tmp_path):
     qrels = pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]})
     passages = pd.DataFrame({"docno": ["a", "b"], "text": ["the cat", "the dog"]})
     path = train_passage_ranker(tiny_bert, toy_triples(4, seed=0), tmp_path / "both", topics=topics, qrels=qrels,
-                                passages=passages, steps=1, batch_size=8, dtype="fp32")
+                                passages=passages, steps=1, triples_per_step=8, dtype="fp32")
     assert (tmp_path / "both" / "config.json").exists() and path.endswith("both")
 
 
@@ -108,7 +109,7 @@ def test_bad_frames_are_named(tiny_bert, tmp_path):
 
 @pytest.mark.parametrize("option, message", [
     ({"loss": "hinge"}, "loss must be one of"), ({"steps": 0}, "steps must be a positive integer"),
-    ({"batch_size": 0}, "batch_size must be a positive integer"), ({"warmup": 1.0}, "warmup is a fraction"),
+    ({"triples_per_step": 0}, "triples_per_step must be a positive integer"), ({"warmup": 1.0}, "warmup is a fraction"),
     ({"lr": 0.0}, "lr must be a positive number"), ({"head_lr": -1e-3}, "head_lr must be a positive number or None"),
     ({"head_lr": True}, "head_lr must be a positive number or None"),
 ])
@@ -128,9 +129,9 @@ def test_head_lr_is_the_rate_of_the_head_alone(tiny_bert, tmp_path, head_lr):
     """With an encoder rate too small to move anything, only ``head_lr`` moves the fresh head;
     without it the head trains at the encoder's rate (it stays where the seed drew it)."""
     start = _weights(train_passage_ranker(tiny_bert, toy_triples(4, seed=0), tmp_path / "start", steps=1,
-                                          lr=1e-12, batch_size=4, warmup=0.0, seed=3, dtype="fp32"))
+                                          lr=1e-12, triples_per_step=4, warmup=0.0, seed=3, dtype="fp32"))
     end = _weights(train_passage_ranker(tiny_bert, toy_triples(40, seed=0), tmp_path / "end", steps=10,
-                                        lr=1e-12, head_lr=head_lr, batch_size=4, warmup=0.0, seed=3, dtype="fp32"))
+                                        lr=1e-12, head_lr=head_lr, triples_per_step=4, warmup=0.0, seed=3, dtype="fp32"))
     moved = {name: float((end[name] - start[name]).abs().max()) for name in start}
     head = [name for name in moved if name.startswith("classifier.")]
     assert head
@@ -144,7 +145,7 @@ def test_head_lr_is_the_rate_of_the_head_alone(tiny_bert, tmp_path, head_lr):
 
 def test_mnrl_loss_trains_too(tiny_bert, tmp_path):
     path = train_passage_ranker(tiny_bert, toy_triples(16, seed=0), tmp_path / "mnrl", loss="mnrl", steps=2,
-                                batch_size=8, dtype="fp32")
+                                triples_per_step=8, dtype="fp32")
     from sentence_transformers import CrossEncoder
 
     assert CrossEncoder(path).predict([("what is cat", "the cat")]).shape == (1,)
@@ -173,10 +174,10 @@ def test_synthetic_passage_triples_cut_negatives_from_the_topics_hard_negatives(
 
 def test_a_progress_bar_counts_the_steps_by_default(tiny_bert, tmp_path, capfd):
     """The stage takes minutes on a CPU (the demo's, the recipe's): a bar with the loss shows it is working."""
-    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "bar", steps=3, batch_size=2, dtype="fp32")
+    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "bar", steps=3, triples_per_step=2, dtype="fp32")
     shown = capfd.readouterr().err
     assert "passage stage" in shown and "3/3" in shown and "loss=" in shown
-    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "quiet", steps=3, batch_size=2, dtype="fp32",
+    train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "quiet", steps=3, triples_per_step=2, dtype="fp32",
                          progress=False)
     assert "passage stage" not in capfd.readouterr().err
 
@@ -197,7 +198,7 @@ def test_the_signature_lists_each_argument_with_the_one_default_of_passage_argum
 def test_arguments_as_an_object_train_as_keywords_do_and_an_explicit_keyword_wins(tiny_bert, tmp_path):
     import json
 
-    args = PassageArguments(steps=5, batch_size=2, dtype="fp32", progress=False)
+    args = PassageArguments(steps=5, triples_per_step=2, dtype="fp32", progress=False)
     folder = train_passage_ranker(tiny_bert, toy_triples(8, seed=0), tmp_path / "args", args=args, steps=2)
     assert json.loads((Path(folder) / "training_log.json").read_text())["steps"] == 2
     assert PassageArguments.from_options({"lr": 1e-3}, base=PassageArguments(lr=1e-5, top_k=5)).to_dict() == {
@@ -226,6 +227,16 @@ def test_saved_options_with_the_old_bf16_key_still_load():
         args = PassageArguments.from_options(saved)
     assert args == PassageArguments(steps=3, dtype="fp32", lr=1e-3)
     assert PassageArguments.from_options(args.to_dict()) == args  # a saved dict reads back as the same arguments
+
+
+def test_batch_size_is_the_old_name_of_triples_per_step():
+    # batch_size counted triples per step here and (query, chunk) sequences per encoder call in the models
+    removed = r"\(batch_size is removed in version 0\.3\.0\)"
+    with pytest.warns(DeprecationWarning, match=r"batch_size=...\) is deprecated: use triples_per_step=4 " + removed):
+        args = PassageArguments.from_options({"batch_size": 4})
+    assert args.triples_per_step == 4 and "batch_size" not in [f.name for f in dataclasses.fields(PassageArguments)]
+    with pytest.raises(TypeError, match="give triples_per_step only"):
+        PassageArguments.from_options({"batch_size": 4, "triples_per_step": 8})
 
 
 # --- checkpoints: a killed passage stage resumes where it stopped ---
@@ -271,7 +282,7 @@ def test_a_killed_passage_stage_resumes_from_its_checkpoint_and_ends_as_an_unint
         tiny_bert, tmp_path, monkeypatch):
     backbone = _dropout_bert(tiny_bert, tmp_path / "bert")
     data = toy_triples(40, seed=0)
-    options = dict(steps=8, batch_size=4, lr=1e-3, seed=0, dtype="fp32", checkpoint_every=3)
+    options = dict(steps=8, triples_per_step=4, lr=1e-3, seed=0, dtype="fp32", checkpoint_every=3)
     whole = train_passage_ranker(backbone, data, tmp_path / "whole", **options)
     assert not (tmp_path / "whole" / "trainer").exists()  # a finished stage keeps no checkpoints
 
@@ -296,7 +307,7 @@ def test_a_killed_passage_stage_resumes_from_its_checkpoint_and_ends_as_an_unint
 
 def test_a_changed_passage_stage_is_refused_unless_restarted(tiny_bert, tmp_path, monkeypatch):
     data = toy_triples(20, seed=0)
-    options = dict(steps=4, batch_size=4, seed=0, dtype="fp32", checkpoint_every=2)
+    options = dict(steps=4, triples_per_step=4, seed=0, dtype="fp32", checkpoint_every=2)
     with monkeypatch.context() as patch:
         _killed_after(patch, 3)
         with pytest.raises(Killed):
@@ -319,3 +330,16 @@ def json_steps(folder) -> int:
     import json
 
     return json.loads((Path(folder) / "training_log.json").read_text())["steps"]
+
+
+def test_passage_arguments_still_take_batch_size_until_0_3():
+    with pytest.warns(DeprecationWarning, match=r"PassageArguments\(batch_size=...\) is deprecated: use triples_per_step=2"):
+        args = PassageArguments(batch_size=2)
+    assert args == PassageArguments(triples_per_step=2)
+
+
+def test_a_renamed_word_count_states_the_release_that_removes_it():
+    from pyterrier_longdoc._warn import REMOVED_IN, renamed
+
+    with pytest.warns(DeprecationWarning, match=rf"window is deprecated, use window_words .*removed in version {REMOVED_IN}"):
+        assert renamed({"window": 100}, {"window": "window_words"}, "LongDoc") == {"window_words": 100}

@@ -75,7 +75,7 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
                              valid_metric="RR@10", eval_every=1, seed=1)
     model, report = train_long_document_ranker(
         pl.MaxP, tiny_bert, topics, qrels, candidates, output_dir=tmp_path, args=args,
-        passage_options=dict(steps=3, batch_size=4, max_length=48),
+        passage_options=dict(steps=3, triples_per_step=4, max_length=48),
         model_options=dict(TOY_SETTINGS, window=12, stride=6), dtype="fp32")
     assert isinstance(model, pl.MaxP) and model.history is not None
     passage, document = report["passage stage"], report["document stage"]
@@ -116,7 +116,7 @@ def test_the_recipe_gives_each_stage_its_settings(tiny_bert, tmp_path, monkeypat
 
     recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
     monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)  # small, the defaults otherwise
-    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "triples_per_step", 4)
     monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
     seen = {}
     original_passage, original_trainer = passage.train_passage_ranker, Trainer.__init__
@@ -178,7 +178,7 @@ def trained(monkeypatch) -> list:
 
     recipe = importlib.import_module("pyterrier_longdoc.training.recipe")
     monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "steps", 1)
-    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "batch_size", 4)
+    monkeypatch.setitem(recipe.RECIPE_PASSAGE_STAGE, "triples_per_step", 4)
     monkeypatch.setitem(recipe.RECIPE_DOCUMENT_STAGE, "epochs", 1)
     trained = []
     original = passage.train_passage_ranker
