@@ -244,11 +244,14 @@ def test_a_quick_run_saves_models_results_and_test_candidates_and_the_seeds_summ
         results = run(tmp_path / "seed-0", quick=True)
     folder = tmp_path / "seed-0"
     saved = json.loads((folder / "results.json").read_text())
-    assert saved["quick"] and set(saved["tables"]) == {"near", "far"} and set(saved["controls"]) == set(SYSTEMS[1:])
+    fused = {f"{name} + BM25" for name in SYSTEMS[1:]}  # each model fused with the first stage, with its controls
+    assert saved["quick"] and set(saved["tables"]) == {"near", "far"} and set(saved["controls"]) == {*SYSTEMS[1:], *fused}
     assert set(saved["stages"]) == {"passage stage", *SYSTEMS[1:]} and saved["cpu_seconds"] > 0
+    assert all(0 <= saved["stages"][name]["fusion"] <= 1 for name in SYSTEMS[1:])  # the weight chosen on validation
+    assert {row["name"] for row in saved["against_bm25"]} == {*SYSTEMS[1:], *fused}
     # the run's own CPU seconds, not the process's (benchmarks/prose_seeds.py runs seeds in one process)
     assert saved["cpu_seconds"] < 10_000
-    assert results["conclusions"] == saved["conclusions"] and len(saved["conclusions"]) == 5
+    assert results["conclusions"] == saved["conclusions"] and len(saved["conclusions"]) == 6
     tests = pd.DataFrame(saved["tests"])
     assert set(tests["test"]) == {"against FirstP", "against BM25", "against its zero-shot start"}
     assert (tests["p-value (Holm)"] >= 0).all()
@@ -272,5 +275,5 @@ def test_a_quick_run_saves_models_results_and_test_candidates_and_the_seeds_summ
     assert prose_seeds.main(["--quick", "--seeds", "0", "--output", str(tmp_path), "--results", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "prose-seeds-quick.json").read_text())
     systems = {row["system"] for row in summary["rr"]}
-    assert systems == {*SYSTEMS, *(f"zero-shot {name}" for name in SYSTEMS[1:])} and summary["seeds"] == [0]
+    assert systems == {*SYSTEMS, *fused, *(f"zero-shot {name}" for name in SYSTEMS[1:])} and summary["seeds"] == [0]
     assert "RR per system and group" in (tmp_path / "prose-seeds-quick.md").read_text()

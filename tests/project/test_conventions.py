@@ -70,6 +70,7 @@ def test_direct_calls_take_topics_with_candidates_or_the_candidates_themselves(t
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # its 2 steps may
 def test_a_saved_model_is_a_pyterrier_artifact_with_a_model_card(tiny_bert, tmp_path):
     topics, qrels, candidates = toy_task()
     model = new_model(tiny_bert)
