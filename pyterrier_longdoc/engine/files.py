@@ -53,6 +53,23 @@ def _safetensors_problem(file: Path) -> str | None:
     return None
 
 
+def damaged_json(directory: Path, names: tuple[str, ...]) -> MalformedInputError | None:
+    """The error naming the first file of ``names`` in ``directory`` that is not valid JSON (a file
+    cut short by a full disk or a broken copy), or None: called after a load failed, to say which."""
+    for name in names:
+        file = Path(directory) / name
+        if not file.is_file():
+            continue
+        try:
+            json.loads(file.read_bytes())
+        except json.JSONDecodeError as error:
+            return MalformedInputError(file, error.lineno, f"not valid JSON ({error.msg}, column {error.colno}); the "
+                                       "file may have been cut short: save or download it again")
+        except UnicodeDecodeError as error:
+            return MalformedInputError(file, None, f"not UTF-8 text ({error})")
+    return None
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as file:
