@@ -4,6 +4,7 @@ config.json with the new weights), and the folder's other entries survive a save
 import errno
 import os
 import shutil
+import signal
 import stat
 
 import numpy as np
@@ -251,3 +252,28 @@ def test_the_old_folders_other_entries_are_copied_where_the_file_system_has_no_h
     monkeypatch.setattr(os, "link", no_hard_links)
     new.save_pretrained(path)
     assert has_extras(path) and saving_folders(path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or _files.fcntl is None, reason="a forked process to kill; flock")
+def test_a_process_killed_just_after_the_swap_leaves_a_folder_that_the_next_save_removes(old_and_new):
+    new, path, (_, new_scores) = old_and_new
+    with_extras(path)
+    child = os.fork()
+    if child == 0:  # the process that is killed, holding its lock as a real save does
+        try:
+            exchange = _files._exchange
+
+            def exchange_then_die(*args):
+                exchange(*args)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            _files._exchange = exchange_then_die
+            new.save_pretrained(path)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert len(saving_folders(path)) == 1 and has_extras(path)
+    np.testing.assert_allclose(loaded_scores(path), new_scores, atol=1e-6)
+    new.save_pretrained(path)
+    assert saving_folders(path) == [] and has_extras(path)
