@@ -1,5 +1,6 @@
 """Bad input gets a clear error naming the problem, or a documented behaviour; nothing is lost silently."""
 import json
+import re
 import tracemalloc
 import warnings
 
@@ -155,7 +156,7 @@ def test_corrupt_config_gives_a_clear_error(saved):
 def test_a_tokenizer_file_cut_in_half_is_named_with_its_line(saved, name):
     file = saved / name
     file.write_bytes(file.read_bytes()[:file.stat().st_size // 2])
-    with pytest.raises(MalformedInputError, match=rf"^{file}:\d+: not valid JSON .*cut short") as caught:
+    with pytest.raises(MalformedInputError, match=rf"^{re.escape(str(file))}:\d+: not valid JSON .*cut short") as caught:
         pl.LongDocReranker.from_pretrained(saved)
     assert caught.value.path == str(file)
 
@@ -163,9 +164,30 @@ def test_a_tokenizer_file_cut_in_half_is_named_with_its_line(saved, name):
 def test_a_config_whose_model_type_does_not_fit_the_tokenizer_names_the_file_and_the_model_type(saved):
     config = json.loads((saved / "config.json").read_text())
     (saved / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))  # a decoder: it ends with EOS
-    with pytest.raises(MalformedInputError, match=rf"^{saved / 'config.json'}: .*model_type 'gpt2'.*BertTokenizer.*"
-                                                     "no EOS token"):
+    with pytest.raises(MalformedInputError, match=rf"^{re.escape(str(saved / 'config.json'))}: .*model_type 'gpt2'.*"
+                                                     "BertTokenizer.*no EOS token"):
         pl.LongDocReranker.from_pretrained(saved)
+
+
+def test_a_bad_saved_setting_names_the_file_and_the_setting(saved):
+    import re
+
+    config = json.loads((saved / "config.json").read_text())
+    config["pyterrier_longdoc"]["settings"]["window"] = "wide"
+    (saved / "config.json").write_text(json.dumps(config))
+    where = re.escape(str(saved / "config.json"))
+    with pytest.raises(ValueError, match=rf"^{where}: its saved settings do not load \('window' = 'wide'\): "
+                                         r"MaxPSettings: window must be a positive integer or None, got 'wide'$"):
+        pl.LongDocReranker.from_pretrained(saved)
+    assert pl.MaxP.from_pretrained(saved, window=20).settings["window"] == 20  # an override replaces it
+    config["pyterrier_longdoc"]["settings"].update(window=12, windows=3)
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(TypeError, match=rf"^{where}: its saved settings do not load \('windows' = 3\): MaxP got unknown"):
+        pl.MaxP.from_pretrained(saved)
+    del config["pyterrier_longdoc"]["settings"]["windows"]
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="^MaxPSettings: window must"):  # a value given by hand: the user's own
+        pl.MaxP.from_pretrained(saved, window="wide")
 
 
 def test_pickle_weights_are_refused(saved):
