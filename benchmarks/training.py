@@ -474,7 +474,9 @@ def rss_row(folder: str, steps: int, quick: bool) -> list:
             f"{growth:.1f} MB", "flat (<= 5 MB)", growth <= 5],
             ["T4a", f"  RSS at the end / after gc.collect() and glibc's malloc_trim(0) ({out['rss_end_mb']:.0f} / "
                     f"{out['rss_trimmed_mb']:.0f} MB); Python's allocated blocks (sys.getallocatedblocks) at the "
-                    f"warm-up step / the end ({out['blocks_warm']} / {out['blocks_end']})",
+                    f"warm-up step / the end ({out['blocks_warm']} / {out['blocks_end']}); texts in the tokenization "
+                    f"cache, which training leaves to inference (then / at the end: {out['cached_warm']} / "
+                    f"{out['cached_end']})",
              f"{out['rss_end_mb'] - out['rss_trimmed_mb']:.1f} MB trimmed", "-", "-"]]
 
 
@@ -564,7 +566,8 @@ def rss_child(args) -> dict:
         if row["step"] in (warm, steps // 2, steps) or row["step"] % max(1, steps // 10) == 0:
             # Python's allocated blocks (tensors' storage is not among them): a list or cache growing per
             # step shows here; tracemalloc would, but its own bookkeeping grows the RSS it is to explain
-            seen[row["step"]] = (peak_rss_mb(), rss_now_mb(), sys.getallocatedblocks())
+            seen[row["step"]] = (peak_rss_mb(), rss_now_mb(), sys.getallocatedblocks(),
+                                 len(model.model.tokenization._cache))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -575,8 +578,9 @@ def rss_child(args) -> dict:
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc's free pages back to the system: fragmentation, not a leak
     return {"warm_step": warm, "peak_warm_mb": seen[warm][0], "rss_warm_mb": seen[warm][1],
             "blocks_warm": seen[warm][2], "blocks_end": seen[steps][2], "rss_trimmed_mb": rss_now_mb(),
+            "cached_warm": seen[warm][3], "cached_end": seen[steps][3],
             "peak_half_mb": seen[steps // 2][0], "peak_end_mb": seen[steps][0], "rss_end_mb": seen[steps][1],
-            "rss_by_step": {step: round(rss, 1) for step, (_, rss, _) in sorted(seen.items())}}
+            "rss_by_step": {step: round(rss, 1) for step, (_, rss, _, _) in sorted(seen.items())}}
 
 
 def memory_child(args, torch) -> dict:

@@ -20,6 +20,7 @@ from .engine.backbone import (aggregator_encoder, encoder_max_length, load_pretr
                               model_from_config, refuse_pickle, remote_code_files, resolve_checkpoint)
 from .engine.chunking import CHUNKING_SETTINGS, Chunking
 from .engine.config import CONFIG_NAME, ModelConfig
+from .engine.files import MalformedInputError
 from .engine.model import LongDocModel
 from ._registry import model_class
 from ._warn import LongDocWarning, warn
@@ -68,7 +69,15 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
         # before loading anything: a wrong name or value fails fast, naming the settings given
         merged = _checked_settings(cls, merged, settings, saved, path)
         start = _start(cls, source, path, saved, trust_remote_code)
-        config, model = _assemble(cls, start, merged)
+        try:
+            config, model = _assemble(cls, start, merged)
+        except ValueError as error:
+            if saved is None:
+                raise
+            # a saved folder whose files disagree (config.json's model_type and the tokenizer beside it)
+            raise MalformedInputError(path / CONFIG_NAME, None, f"the model it describes (model_type "
+                                      f"{saved.encoder.get('model_type')!r}, with the tokenizer saved beside it, "
+                                      f"{type(start.tokenizer).__name__}) cannot be built: {error}") from error
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
             config.fusion = saved.fusion  # chosen on validation for these weights

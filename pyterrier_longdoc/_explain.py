@@ -2,9 +2,10 @@
 k-max average, LongP's one window, the bi-encoders' similarities) or attention weight (PARADE-Attn),
 and the window that counts most, with its token span and text.
 
-The explanation comes from ``transform``'s own scoring call: the aggregator's inputs are caught on
-their way in and its ``window_weights`` (the step its ``forward`` scores from) read from them, so
-the scores are ``transform``'s and the windows the ones the model encoded.
+The explanation comes from ``transform``'s own scoring call: the aggregator records the
+``window_weights`` its ``forward`` scores from for the explanation its thread is gathering, so the
+scores are ``transform``'s and the windows the ones the model encoded, and other threads scoring
+with the same model at the same time change nothing.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from .aggregators.base import recorded_window_weights
 from .engine.frames import column_texts, input_frame
 from .engine.model import LongDocModel
 
@@ -48,18 +50,8 @@ def explain(reranker: Explained, frame: pd.DataFrame) -> pd.DataFrame:
                         "their LLM and bi-encoder forms and ParadeAttn explain their windows")
     input_frame(frame, ["qid", "query", "docno", reranker.text_field], reranker)
     reranker.settle_parameters()  # settings that do not work together: an error, not a placeholder run
-    weights: list[np.ndarray] = []
-
-    def keep(module, inputs, _score) -> None:  # once per group of documents, in the frame's order
-        features, mask = inputs
-        rows = module.window_weights(features, mask).float()
-        weights.extend(row[windows].cpu().numpy() for row, windows in zip(rows, mask))
-
-    hook = aggregator.register_forward_hook(keep)
-    try:
+    with recorded_window_weights() as weights:  # this thread's calls only: explain runs beside other threads' calls
         scored = reranker.transform(frame.assign(**{_ROW: np.arange(len(frame))}))
-    finally:
-        hook.remove()
     if len(weights) != len(frame):  # one aggregated row per document of the frame, or the rows would not match
         raise RuntimeError(f"{type(reranker).__name__}.explain: {len(weights)} documents aggregated, {len(frame)} given")
     spans, texts = _windows(reranker, column_texts(frame, reranker.text_field, reranker), weights)

@@ -1,6 +1,8 @@
 """The aggregator contract: chunk encoder outputs in, one score per document out."""
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from typing import ClassVar, Protocol
 
 import torch
@@ -112,6 +114,33 @@ class Aggregator(nn.Module):
         """``[documents, chunks]``: how much each window counts in ``forward``'s score (where
         ``window_weights_column`` says what that is); ``forward`` computes its score from them."""
         raise NotImplementedError(f"{type(self).__name__} gives no window a weight of its own")
+
+
+# where the aggregator calls of this thread (or task) put their documents' window weights while an
+# explanation is gathered: a call in another thread, which has its own context, never sees it
+_window_weights_sink: ContextVar[list | None] = ContextVar("window_weights_sink", default=None)
+
+
+@contextlib.contextmanager
+def recorded_window_weights():
+    """Yields a list that every aggregator call made in this thread inside the block extends with
+    its documents' window weights (``window_weights`` of the windows each document has, as numpy
+    arrays), in the order scored; calls of other threads, at the same time, add nothing."""
+    sink: list = []
+    token = _window_weights_sink.set(sink)
+    try:
+        yield sink
+    finally:
+        _window_weights_sink.reset(token)
+
+
+def recorded(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``weights`` (``[documents, chunks]``, what ``forward`` scores from), kept for the explanation
+    this thread is gathering, if any."""
+    sink = _window_weights_sink.get()
+    if sink is not None:
+        sink.extend(row[windows].detach().float().cpu().numpy() for row, windows in zip(weights, mask))
+    return weights
 
 
 def expand_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

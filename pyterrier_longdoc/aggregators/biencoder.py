@@ -11,7 +11,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from .base import Aggregator, masked_reduce
+from .base import Aggregator, masked_reduce, recorded
 from .heads import POOLINGS, pool
 
 SIMILARITIES = ("cosine", "dot")
@@ -52,4 +52,4 @@ class BiEncoderAggregator(Aggregator):
         return (windows * query.unsqueeze(1)).sum(-1)
 
     def forward(self, features: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
-        return masked_reduce(self.window_weights(features, mask), mask, self.reduce)
+        return masked_reduce(recorded(self.window_weights(features, mask), mask), mask, self.reduce)

@@ -13,7 +13,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from .base import Aggregator, expand_mask, masked_reduce, select_tokens
+from .base import Aggregator, expand_mask, masked_reduce, recorded, select_tokens
 
 
 class PooledAggregator(Aggregator):
@@ -63,7 +63,7 @@ class AttentionAggregator(Aggregator):
         return torch.softmax(logits, dim=1)
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        weights = self.window_weights(features, mask)
+        weights = recorded(self.window_weights(features, mask), mask)
         pooled = (weights.unsqueeze(-1) * features * expand_mask(mask, features)).sum(dim=1)
         return self.head(pooled).squeeze(-1)
 

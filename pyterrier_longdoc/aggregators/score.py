@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Aggregator, masked_reduce
+from .base import Aggregator, masked_reduce, recorded
 
 REDUCTIONS = ("first", "max", "sum", "kmaxavg")
 
@@ -35,7 +35,7 @@ class ScoreAggregator(Aggregator):
         return self.head(features).squeeze(-1)
 
     def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        scores = self.window_weights(features, mask)
+        scores = recorded(self.window_weights(features, mask), mask)
         if self.reduce != "kmaxavg":
             return masked_reduce(scores, mask, self.reduce)
         # the mean of the k best chunk scores (of all chunks when a document has fewer than k)

@@ -16,11 +16,13 @@ from pathlib import Path
 from torch import nn
 
 from .config import ModelConfig
-from .files import check_safetensors
+from .files import check_safetensors, damaged_json
 from .lora import adapter_folder, merged_adapter_model
 from .._warn import warn
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+# the JSON files a tokenizer is read from (transformers and tokenizers name none of them when one is damaged)
+TOKENIZER_JSON = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 
 
 @dataclass
@@ -92,7 +94,13 @@ def refuse_pickle(path: Path) -> None:
 def load_tokenizer(name_or_path: str, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    except Exception as error:  # a bare JSON error (transformers) or tokenizers' own: say which file
+        damaged = damaged_json(Path(name_or_path), TOKENIZER_JSON)
+        if damaged is not None:
+            raise damaged from error
+        raise
     if not getattr(tokenizer, "is_fast", False):
         warn(f"{name_or_path}: no fast tokenizer; tokenization will be slow")
     return tokenizer

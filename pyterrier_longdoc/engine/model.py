@@ -207,9 +207,13 @@ class LongDocModel(ObservedStages, nn.Module):
         return self.chunking.spans(len(ids), self.layout)
 
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> Tokens:
-        """The ids this model reads of each query and document (cropped to what it reads)."""
-        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens)
-        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout))
+        """The ids this model reads of each query and document (cropped to what it reads). In
+        training mode the texts are not added to the tokenization cache: training reads each sampled
+        document once per epoch, and a long fit would fill the cache (and memory, step after step)
+        with texts inference never asks for again."""
+        remember = not self.training
+        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens, remember)
+        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout), remember)
         return Tokens(query_ids, query_cropped, doc_ids, doc_cropped)
 
     def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,

@@ -109,12 +109,14 @@ class Tokenization:
                 found = _SHARED[key] = cls(tokenizer, prefix=prefix)
             return found
 
-    def __call__(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more."""
+    def __call__(self, texts: Sequence[str], max_tokens: int,
+                 remember: bool = True) -> tuple[list[np.ndarray], np.ndarray]:
+        """Ids of the first ``max_tokens`` tokens of each text, and whether each text had more;
+        ``remember``: whether texts not in the cache are added to it."""
         with self._lock:
-            return self._ids(texts, max_tokens)
+            return self._ids(texts, max_tokens, remember)
 
-    def _ids(self, texts: Sequence[str], max_tokens: int) -> tuple[list[np.ndarray], np.ndarray]:
+    def _ids(self, texts: Sequence[str], max_tokens: int, remember: bool) -> tuple[list[np.ndarray], np.ndarray]:
         ids: list[np.ndarray | None] = [None] * len(texts)
         cropped = np.zeros(len(texts), dtype=bool)
         todo: dict[bytes, list[int]] = {}
@@ -135,7 +137,8 @@ class Tokenization:
             for key, (tokens, was_cropped) in zip(keys, self._tokenize(texts_slice, max_tokens)):
                 for i in todo[key]:
                     ids[i], cropped[i] = tokens, was_cropped
-                self._remember(key, (tokens, was_cropped))
+                if remember:
+                    self._remember(key, (tokens, was_cropped))
         return ids, cropped
 
     def __getstate__(self) -> dict:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..engine.files import check_safetensors, file_sha256
+from ..engine.files import SAVING_PREFIX, check_safetensors, file_sha256, new_folder, os_errors_naming
 from ..engine.text import without_lone_surrogates
 from .._warn import warn
 from .scorer import Scorer
@@ -47,16 +46,17 @@ def save_checkpoint(directory: Path, step: int, reranker: Scorer, optimizer: tor
         raise ValueError(f"the number of checkpoints to keep must be a positive integer, got {keep!r}")
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=directory))
+    tmp = new_folder(directory, TMP_PREFIX)
     try:
-        reranker.save_pretrained(tmp)
-        tensors, plain = _split_optimizer_state(optimizer.state_dict())
-        for rank, state in enumerate(rng_states or [torch.get_rng_state()]):
-            tensors[_rng_key(rank)] = state
-        save_file(tensors, str(tmp / STATE_TENSORS))
-        checksums = {f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if f.is_file()}
-        (tmp / STATE_JSON).write_text(json.dumps({**trainer_state, "step": step, "optimizer": plain,
-                                                  "checksums": checksums}, indent=1))
+        with os_errors_naming(final, "not written: the earlier checkpoints are as they were", inner=tmp):
+            reranker.save_pretrained(tmp)
+            tensors, plain = _split_optimizer_state(optimizer.state_dict())
+            for rank, state in enumerate(rng_states or [torch.get_rng_state()]):
+                tensors[_rng_key(rank)] = state
+            save_file(tensors, str(tmp / STATE_TENSORS))
+            checksums = {f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if f.is_file()}
+            (tmp / STATE_JSON).write_text(json.dumps({**trainer_state, "step": step, "optimizer": plain,
+                                                      "checksums": checksums}, indent=1))
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)  # atomic: a reader sees the old checkpoint or the complete new one
@@ -85,8 +85,10 @@ def latest_checkpoint(directory: Path) -> Path | None:
 
 
 def remove_leftovers(directory: Path) -> list[Path]:
-    """Removes the temporary directories of writes that were killed midway; returns them."""
-    leftovers = [p for p in directory.glob(f"{TMP_PREFIX}*") if p.is_dir()] if directory.is_dir() else []
+    """Removes the temporary directories of writes that were killed midway (a checkpoint's, and the
+    model's save into it); returns them."""
+    leftovers = [p for prefix in (TMP_PREFIX, SAVING_PREFIX + TMP_PREFIX) for p in directory.glob(f"{prefix}*")
+                 if p.is_dir()] if directory.is_dir() else []
     for path in leftovers:
         shutil.rmtree(path, ignore_errors=True)
     return leftovers

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..engine.files import os_errors_naming
 from .._warn import LongDocWarning, warn
 
 BEST_DIR = "best"
@@ -73,7 +74,12 @@ class Selection:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".tmp-{path.name}")
-        save_file({k: v.contiguous() for k, v in self._weights.items()}, str(tmp))
+        try:
+            with os_errors_naming(path, "not written: the best weights written before are as they were", inner=tmp):
+                save_file({k: v.contiguous() for k, v in self._weights.items()}, str(tmp))
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, path)
 
     def load(self, state: dict, directory: Path) -> None:

@@ -420,6 +420,19 @@ def test_a_malformed_top_names_the_file_and_its_line(content, line, problem, tmp
     assert str(error.value) == f"{topics}:{line}: {problem}"
 
 
+def test_a_saved_model_with_a_tokenizer_cut_in_half_is_one_line_naming_the_file(tiny_bert, trec_files, tmp_path,
+                                                                                   capsys):
+    model = tmp_path / "model"
+    pl.MaxP(tiny_bert, seed=0).save_pretrained(model)
+    tokenizer = model / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:tokenizer.stat().st_size // 2])
+    capsys.readouterr()
+    assert main(["rerank", "--model", str(model), *common(trec_files), "--output", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(rf"error: {re.escape(str(tokenizer))}:\d+: not valid JSON \(.*\); the file may have been cut "
+                        "short: save or download it again", err), err
+
+
 # --- ids a TREC run cannot hold: refused, naming the row; what is written always reads back ---
 
 SEPARATORS = {"tab": "\t", "newline": "\n", "carriage return": "\r", "space": " ", "no-break space": "\u00a0"}

@@ -1,5 +1,6 @@
 """Bad input gets a clear error naming the problem, or a documented behaviour; nothing is lost silently."""
 import json
+import re
 import tracemalloc
 import warnings
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 import pyterrier_longdoc as pl
+from pyterrier_longdoc.engine.files import MalformedInputError
 
 from helpers.contract import castle_counter
 from helpers.toy_training import toy_task
@@ -147,6 +149,23 @@ def test_missing_weights_give_a_clear_error(saved):
 def test_corrupt_config_gives_a_clear_error(saved):
     (saved / "config.json").write_text('{"pyterrier_longdoc_version": "0.1.0", "model": ')
     with pytest.raises(ValueError, match="not valid JSON"):
+        pl.LongDocReranker.from_pretrained(saved)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "tokenizer_config.json"])
+def test_a_tokenizer_file_cut_in_half_is_named_with_its_line(saved, name):
+    file = saved / name
+    file.write_bytes(file.read_bytes()[:file.stat().st_size // 2])
+    with pytest.raises(MalformedInputError, match=rf"^{re.escape(str(file))}:\d+: not valid JSON .*cut short") as caught:
+        pl.LongDocReranker.from_pretrained(saved)
+    assert caught.value.path == str(file)
+
+
+def test_a_config_whose_model_type_does_not_fit_the_tokenizer_names_the_file_and_the_model_type(saved):
+    config = json.loads((saved / "config.json").read_text())
+    (saved / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))  # a decoder: it ends with EOS
+    with pytest.raises(MalformedInputError, match=rf"^{re.escape(str(saved / 'config.json'))}: .*model_type 'gpt2'.*"
+                                                     "BertTokenizer.*no EOS token"):
         pl.LongDocReranker.from_pretrained(saved)
 
 

@@ -86,3 +86,32 @@ def test_models_that_mix_the_windows_say_so(tiny_bert):
     _, _, candidates = toy_task(n_queries=1)
     with pytest.raises(TypeError, match="ParadeMax.explain: its aggregation .* mixes the windows"):
         new_model(tiny_bert, pl.ParadeMax).explain(candidates)
+
+
+def test_explain_beside_other_threads_scoring_the_same_model_gives_the_serial_explanation(tiny_bert, monkeypatch):
+    import threading
+
+    import pyterrier_longdoc._scoring as scoring
+
+    monkeypatch.setattr(scoring, "_FIRST_GROUP", 3)  # many aggregator calls per call, interleaving across threads
+    _, _, candidates = toy_task()
+    model = new_model(tiny_bert, pl.MaxP)
+    serial_explained, serial_scored = model.explain(candidates), model.transform(candidates)
+    start, results, errors = threading.Barrier(4), {}, []
+
+    def run(k):
+        try:
+            start.wait()
+            for repeat in range(3):
+                results[k, repeat] = model.explain(candidates) if k % 2 == 0 else model.transform(candidates)
+        except Exception as error:  # noqa: BLE001 - reported below, with the thread
+            errors.append((k, error))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for (k, _), result in results.items():
+        pd.testing.assert_frame_equal(result, serial_explained if k % 2 == 0 else serial_scored, check_exact=True)

@@ -3,8 +3,11 @@
 previous one, fit says that it resumed or that the run was complete, and a checkpoint folder loads
 as a PyTerrier artifact."""
 import copy
+import errno
 import json
+import os
 import shutil
+import stat
 import struct
 import warnings
 
@@ -83,12 +86,36 @@ def test_no_valid_checkpoint_names_every_file(tiny_bert, data, tmp_path):
 
 
 def test_leftovers_of_a_killed_write_are_removed_and_the_limit_is_kept(tiny_bert, data, tmp_path):
-    leftover = tmp_path / ".tmp-abc123"
-    leftover.mkdir(parents=True)
-    (leftover / "model.safetensors").write_bytes(b"half")
-    run_to_step(tiny_bert, data, tmp_path, 6, save_total_limit=3)
-    assert not leftover.exists()
+    leftovers = [tmp_path / ".tmp-abc123", tmp_path / ".saving-.tmp-abc123-ab12cd34"]  # the model's save inside it
+    for leftover in leftovers:
+        leftover.mkdir(parents=True)
+        (leftover / "model.safetensors").write_bytes(b"half")
+    umask = os.umask(0o022)
+    try:
+        run_to_step(tiny_bert, data, tmp_path, 6, save_total_limit=3)
+    finally:
+        os.umask(umask)
+    assert not any(leftover.exists() for leftover in leftovers)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pt_meta.json", "step-000004", "step-000005", "step-000006"]
+    assert stat.S_IMODE((tmp_path / "step-000006").stat().st_mode) == 0o755  # the umask's: other users read it
+
+
+def test_a_full_disk_while_checkpointing_is_an_os_error_naming_the_checkpoint(window_model, tmp_path, monkeypatch):
+    from safetensors import SafetensorError
+
+    from pyterrier_longdoc.training import checkpoints as _checkpoints
+
+    optimizer = torch.optim.AdamW(window_model.model.parameters())
+    _checkpoints.save_checkpoint(tmp_path, 1, window_model, optimizer, {})
+
+    def full_disk(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(_checkpoints, "save_file", full_disk)
+    with pytest.raises(OSError, match="No space left on device.*earlier checkpoints are as they were") as caught:
+        _checkpoints.save_checkpoint(tmp_path, 2, window_model, optimizer, {})
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "step-000002")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pt_meta.json", "step-000001"]
 
 
 def test_a_truncated_plain_encoder_names_the_file(tiny_bert, tmp_path):

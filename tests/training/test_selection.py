@@ -246,3 +246,22 @@ def test_below_start_advises_a_lower_lr_only_above_the_papers_range():
     in_range = below_start_warning(2e-5)  # the recipe's rate
     assert "A lower rate" not in in_range and "already in the papers' range" in in_range and "2e-05" in in_range
     assert "A lower rate" in below_start_warning(1e-4) and "this run used 0.0001" in below_start_warning(1e-4)
+
+
+def test_a_full_disk_while_writing_the_best_weights_is_an_os_error_naming_them(tmp_path, monkeypatch):
+    import errno
+
+    from safetensors import SafetensorError
+
+    from pyterrier_longdoc.training import selection as _selection
+
+    def full_disk(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    selection = Selection("RR@10", patience=None)
+    selection.record(0.9, 3, torch.nn.Linear(1, 1))
+    monkeypatch.setattr(_selection, "save_file", full_disk)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        selection.save_weights(tmp_path)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(_selection.weights_path(tmp_path, 3))
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing half-written left

@@ -269,3 +269,21 @@ def test_the_rates_decay_after_each_epoch_when_asked(tiny_bert):
     assert history["lr"].iloc[-1] == pytest.approx(3.75e-4)
     with pytest.raises(ValueError, match="epoch_lr_decay"):
         pl.training.TrainingArguments(epoch_lr_decay=0)
+
+
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # 2 queries: too few
+def test_a_long_fit_leaves_the_tokenization_cache_to_inference(tiny_bert):
+    # a 10,000-query fit grew by the ids of every document it sampled, step after step: training reads each
+    # document once per epoch, so only validation (inference, at every evaluation) fills the cache
+    topics, qrels, candidates = toy_task(n_queries=8)
+    digits = "cat dog bird fish red blue green river forest city".split()
+    candidates["text"] = [f"{text} {' '.join(digits[int(d)] for d in str(i))}"  # every document a text of its own
+                          for i, text in enumerate(candidates["text"])]
+    valid = candidates[candidates["qid"].isin(["q0", "q1"])]
+    model = new_model(tiny_bert, pl.MaxP)
+    cache = model.model.tokenization
+    assert cache is model.model.query_tokenization  # one cache: documents and queries
+    cache.clear()
+    model.fit(topics, qrels, candidates, **FAST, epochs=3, valid_topics=topics.iloc[:2], valid_qrels=qrels,
+              valid_candidates=valid, valid_metric="RR@10")
+    assert len(cache._cache) == valid["text"].nunique() + valid["query"].nunique()  # 10; 37 when training added its own
