@@ -112,7 +112,7 @@ def test_a_full_disk_is_an_os_error_naming_the_folder_and_the_old_model_stays(ol
     if writer is full_disk_in_safetensors:
         monkeypatch.setattr(safetensors.torch, "save_file", writer)
     else:
-        monkeypatch.setattr(_model, "save_tokenizer", writer)
+        monkeypatch.setattr(_weights, "save_tokenizer", writer)
     with pytest.raises(OSError, match="No space left on device.*the folder is as it was") as caught:
         new.save_pretrained(path)
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path)
@@ -150,7 +150,7 @@ def test_the_next_save_clears_what_killed_saves_left_and_the_old_folders_other_e
 
     with monkeypatch.context() as killing:
         killing.setattr(shutil, "rmtree", lambda *args, **kwargs: None)  # a killed process cleans nothing
-        killing.setattr(*((_model, "save_weights") if kill == "while writing" else (_files, "_exchange")), killed)
+        killing.setattr(*((_weights, "save_weights") if kill == "while writing" else (_files, "_exchange")), killed)
         for _ in range(3):
             with pytest.raises(Killed):
                 new.save_pretrained(path)
