@@ -39,11 +39,13 @@ WEIGHTS = tuple(round(i / 10, 1) for i in range(11))  # the re-ranker's weight, 
 class Fusion:
     """A fusion with the first stage, as chosen on validation and saved with a model (plain JSON values).
 
-    weight: the re-ranker's share, in [0, 1] (the first stage gets ``1 - weight``).
-    normalisation: the per-query normalisation of both scores (``NORMALISATIONS``).
-    metric, queries, values: what the weight was chosen by, on how many validation queries, and the
-        metric at each weight tried (``{"0.0": first stage alone, ..., "1.0": the re-ranker alone}``);
-        None where the weight was given, not chosen.
+    Attributes:
+        weight: the re-ranker's share, in [0, 1] (the first stage gets ``1 - weight``).
+        normalisation: the per-query normalisation of both scores (``NORMALISATIONS``).
+        metric: what the weight was chosen by (None where the weight was given, not chosen).
+        queries: on how many validation queries.
+        values: the metric at each weight tried (``{"0.0": first stage alone, ..., "1.0": the re-ranker
+            alone}``).
     """
 
     weight: float

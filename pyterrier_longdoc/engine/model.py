@@ -99,9 +99,8 @@ class LongDocModel(ObservedStages, nn.Module):
     PARADE-Transformer-Q also the query tokens), on by default where supported;
     ``onednn_linears``, run the encoder's linear layers on oneDNN in fp32 on the CPU at inference
     (True or False; None, the default: on CPUs with AVX-512, where oneDNN's kernels beat MKL's, for
-    the encoders tested); see ``fast_paths``. ``observer``, a :class:`ScoringObserver`.
-    ``code_files``: the custom code (``trust_remote_code``) its encoder was built with, which
-    ``save_pretrained`` copies into the folder.
+    the encoders tested); see ``fast_paths``. ``observer``, a :class:`ScoringObserver`. ``code_files``:
+    the custom code (``trust_remote_code``) its encoder was built with, saved with the model.
     """
 
     code_files: tuple = ()
@@ -207,13 +206,10 @@ class LongDocModel(ObservedStages, nn.Module):
         return self.chunking.spans(len(ids), self.layout)
 
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> Tokens:
-        """The ids this model reads of each query and document (cropped to what it reads). In
-        training mode the texts are not added to the tokenization cache: training reads each sampled
-        document once per epoch, and a long fit would fill the cache (and memory, step after step)
-        with texts inference never asks for again."""
-        remember = not self.training
-        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens, remember)
-        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout), remember)
+        """The ids this model reads of each query and document (cropped to what it reads); training
+        reads each document once an epoch, so in training mode the cache is read, not filled."""
+        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens, not self.training)
+        doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout), not self.training)
         return Tokens(query_ids, query_cropped, doc_ids, doc_cropped)
 
     def score(self, queries: Sequence[str], texts: Sequence[str], *, batch_size: int, progress=None,

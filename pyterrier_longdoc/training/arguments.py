@@ -65,6 +65,7 @@ class TrainingArguments:
     ``given`` names the fields the caller set (the constructor's arguments, ``from_options``'
     names, ``replace``'s changes): a model's own ``fit_options`` (e.g. the LLM classes' LoRA
     rate) still apply to the others when these arguments are passed to its ``fit``.
+
     Settings:
         loss: ``"margin"``, ``"listwise"`` (softmax cross-entropy over the positive and ``negatives``
             negatives) or an ``nn.Module`` taking scores ``[queries, 1 + negatives]``.

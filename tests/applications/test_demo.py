@@ -193,7 +193,8 @@ def test_the_recorded_runs_are_well_formed_and_show_the_conclusions():
         tables = {group: pd.DataFrame(rows) for group, rows in run["tables"].items()}
         reading = {name: pd.DataFrame(rows) for name, rows in run["controls"].items()}
         tests = pd.DataFrame(run["tests"])
-        assert set(SYSTEMS) <= set(tables["far"]["name"]) and set(reading) == {"FirstP", "MaxP", "ParadeAttn"}
+        fused = {f"{name} + BM25" for name in SYSTEMS[1:]}
+        assert set(SYSTEMS) | fused <= set(tables["far"]["name"]) and set(reading) == {*SYSTEMS[1:], *fused}
         assert not [f for f, holds in conclusions(tables, run["random_rr"], reading, tests).items() if not holds], dtype
         assert run["cpu_seconds"] > 0 and run["seconds"] > 0 and "passage stage" in run["stages"]
         assert run["test_queries"] >= 100 and run["conclusions"] and all(run["conclusions"].values())
