@@ -30,13 +30,15 @@ def write_dictd(path, entries, compress=True, name="foldoc", headword_line=True)
     return dict_path
 
 
-def random_dictionary(path, words, n_entries=400, seed=0):
+def random_dictionary(path, words, n_entries=400, seed=0, name="foldoc"):
     """Entries named by ``words`` and filler entries, with definitions made of ``words``: a
-    FOLDOC stand-in large enough to build FarRelevant documents from."""
+    FOLDOC stand-in large enough to build FarRelevant documents from (``name="devil"``: printed
+    as The Devil's Dictionary prints them, "HEADWORD, n.  definition"; the Jargon File reads
+    FOLDOC's form)."""
     rng = random.Random(seed)
     entries = []
     for i in range(n_entries):
         headword = words[i] if i < len(words) // 2 else f"entry{i} name"
         body = " ".join(rng.choice(words) for _ in range(rng.randint(25, 45)))
-        entries.append((headword, "   " + body + "."))
-    return write_dictd(path, entries)
+        entries.append((headword, f"{headword.upper()}, n.  {body}." if name == "devil" else "   " + body + "."))
+    return write_dictd(path, entries, name=name, headword_line=name != "devil")
