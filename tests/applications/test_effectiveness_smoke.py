@@ -351,3 +351,5 @@ def test_transfer_plan_prints_its_units_and_estimate(tmp_path):
     assert "2 collections x 2 settings x 3 seeds: 12 passage stages, 36 fits" in proc.stdout
     assert re.search(r"Estimated CPU time of the run: \d+\.\d CPU hours", proc.stdout)
     assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written but the measured backbones
+    refused = run_benchmark("transfer", "--plan", "--collections", "devil,gcide")
+    assert refused.returncode == 1 and "unknown ['gcide']: use some of devil, jargon" in refused.stderr
