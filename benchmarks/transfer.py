@@ -18,15 +18,16 @@ passage stage trained by the first model of a seed and shared by the other two, 
 - ``defaults``: what a user gets: the packaged MiniLM (six layers), no option, the models' default windows;
 - ``demo``: ``pyterrier_longdoc.demo``'s cheaper settings: ``BACKBONE_LAYERS`` of the MiniLM, ``PASSAGE_STAGE``,
   the windows of ``demo.MODELS``.
-Every choice is made on the validation queries the recipe's ``fit`` holds out (``valid_fraction`` of the training
-queries, drawn by the seed): the model kept, and its fusion with BM25 (the recipe's ``model.fusion`` where it
-chose one, else ``FirstStageFusion.fit`` on those queries). No test query chooses anything.
+Every choice is the recipe's, made on the validation queries its ``fit`` holds out (``valid_fraction`` of the
+training queries, drawn by the seed): the model kept, and its fusion with BM25 (``model.fusion``: the candidates
+carry BM25's ``score``). No test query chooses anything.
 
 Reported per collection, setting, model and seed (``transfer-<collection>-<setting>.json`` and ``.md`` in
 ``--results``, with machine, date, commit and CPU seconds per stage): the zero-shot start (the model over the
 passage stage's cross-encoder, untrained), the model alone, the model fused with BM25 at the chosen weight, BM25
 alone over the same candidates, a random order (its expected RR), the query controls (``query_controls``:
-another query's text, a constant query) and which parts training changed. Per split: the seed-averaged per-query
+another query's text, a constant query; of the fused runs too, the model's control runs fused alike) and what
+training changed (the recipe's report, ``trained``). Per split: the seed-averaged per-query
 RR with its 95% interval; paired t-tests of each model against BM25 (alone and fused) and against its zero-shot
 start, Holm over the collection and setting's family; the verdicts "at least the zero-shot start", "fused at least
 BM25" (no significant loss after Holm) and "reads the query" (``reads_the_query`` at every seed; FirstP's far
@@ -196,19 +197,21 @@ def run_model(name: str, seed: int, warm_start: str | None, data: dict, options:
     started = time.process_time()
     start = cls(warm_start, **model_options)
     _record(scores, f"zero-shot {name}", seed, split_rr(start(_all(data["tests"])), data["tests"]))
-    records["trained"].setdefault(name, {})[seed] = report["document stage"].get("trained") or changed_parts(start, model)
     del start
-    fusion = model.fusion or validation_fusion(model, train, seed)
-    records["fusion"].setdefault(name, {})[seed] = fusion.to_dict()
-    alone, fused, controls = scored(model, data["tests"], fusion)
+    records["trained"].setdefault(name, {})[seed] = report["document stage"]["trained"]
+    if model.fusion is None:
+        raise SystemExit(f"{name} seed {seed}: the recipe chose no fusion weight ({report['fusion']})")
+    records["fusion"].setdefault(name, {})[seed] = model.fusion.to_dict()
+    alone, fused, controls, fused_controls = scored(model, data["tests"])
     _record(scores, name, seed, alone)
     _record(scores, f"fused {name}", seed, fused)
     records["controls"].setdefault(name, {})[seed] = controls
+    records["controls"].setdefault(f"fused {name}", {})[seed] = fused_controls
     cpu.setdefault(f"scoring {name}", []).append(time.process_time() - started)
     print(f"{name} seed {seed}: " + "  ".join(f"{split} RR zero-shot {_mean(scores, f'zero-shot {name}', split, seed)}"
                                               f" alone {_mean(scores, name, split, seed)} fused "
                                               f"{_mean(scores, f'fused {name}', split, seed)}"
-                                              for split in data["tests"]) + f"  (fusion weight {fusion.weight:g})",
+                                              for split in data["tests"]) + f"  (fusion weight {model.fusion.weight:g})",
           flush=True)
     return warm_start
 
@@ -231,44 +234,24 @@ def split_rr(run: pd.DataFrame, tests: dict[str, pd.DataFrame]) -> dict[str, dic
     return {split: eff.reciprocal_ranks(run[run["qid"].isin(set(c["qid"]))]) for split, c in tests.items()}
 
 
-def validation_fusion(model, train: dict, seed: int):
-    """The fusion weight chosen on the validation queries that the recipe's ``fit`` held out (the same
-    ``split_validation`` draw: its ``valid_fraction`` and seed), whose candidates carry BM25's ``score``."""
-    from pyterrier_longdoc.fusion import FirstStageFusion
-    from pyterrier_longdoc.training.recipe import RECIPE_DOCUMENT_STAGE
-    from pyterrier_longdoc.training.sampling import split_validation
-
-    _, held_out = split_validation(train["topics"], train["qrels"], RECIPE_DOCUMENT_STAGE["valid_fraction"], seed)
-    candidates = train["candidates"][train["candidates"]["qid"].isin(set(held_out["qid"]))]
-    return FirstStageFusion(model, weight=1.0).fit(candidates, train["qrels"]).fusion
-
-
-def scored(model, tests: dict[str, pd.DataFrame], fusion) -> tuple[dict, dict, list[dict]]:
-    """The model's per-query RR alone and fused with BM25 (the candidates' ``score``) per split, and its
-    query controls (one group per split) as records; the real queries' run scored once."""
-    from pyterrier_longdoc.evaluation import query_controls
+def scored(model, tests: dict[str, pd.DataFrame]) -> tuple[dict, dict, list[dict], list[dict]]:
+    """The model's per-query RR alone and fused with BM25 (the candidates' ``score``, at the model's saved
+    fusion) per split, and the query controls of both (one group per split, the fused ones from the model's
+    control runs fused alike) as records; the real queries' run scored once."""
+    from pyterrier_longdoc.evaluation import control_runs, query_controls
     from pyterrier_longdoc.fusion import fuse_runs
 
     candidates = _all(tests)
-    real = model(candidates)
-    fused = fuse_runs(candidates, real, fusion.weight, fusion.normalisation)
     qrels = candidates.loc[candidates["label"] > 0, ["qid", "docno", "label"]]
-    table = query_controls(model, candidates, qrels, groups={s: c["qid"].unique() for s, c in tests.items()}, run=real)
-    return split_rr(real, tests), split_rr(fused, tests), table.to_dict("records")
-
-
-def changed_parts(start, trained) -> dict[str, bool]:
-    """Per part of the model (the top-level modules: ``encoder``, the head, an aggregator), whether training
-    changed any of its parameters from the zero-shot start."""
-    import torch
-
-    before = dict(start.model.named_parameters())
-    parts = {}
-    for name, parameter in trained.model.named_parameters():
-        part = name.split(".")[0]
-        same = name in before and torch.equal(before[name].detach().float(), parameter.detach().float())
-        parts[part] = parts.get(part, False) or not same
-    return parts
+    groups = {split: c["qid"].unique() for split, c in tests.items()}
+    runs = control_runs(model, candidates)
+    fused = {ranking: fuse_runs(candidates, run, model.fusion.weight, model.fusion.normalisation)
+             for ranking, run in runs.items()}
+    labels = candidates[["qid", "docno", "label"]]
+    return (split_rr(runs["real query"][["qid", "docno", "score"]].merge(labels), tests),
+            split_rr(fused["real query"][["qid", "docno", "score"]].merge(labels), tests),
+            query_controls(model, candidates, qrels, groups=groups, runs=runs).to_dict("records"),
+            query_controls(None, candidates, qrels, groups=groups, runs=fused).to_dict("records"))
 
 
 def _described(options: dict) -> dict:
@@ -337,8 +320,7 @@ def report_markdown(result: dict) -> str:
     lines += ["", "Fusion weight (the model's share, chosen on validation) and parts training changed, per seed:", ""]
     for name in MODELS:
         weights = ", ".join(f"{f['weight']:g}" for f in result["fusion"][name].values())
-        trained = "; ".join(", ".join(part for part, changed in parts.items() if changed) or "none"
-                            for parts in result["trained"][name].values())
+        trained = "; ".join(result["trained"][name].values())
         lines.append(f"- {name}: weights {weights}; trained: {trained}")
     cpu = "; ".join(f"{stage} {', '.join(f'{x:.0f}' for x in values)}" for stage, values in result["cpu_seconds"].items())
     return "\n".join(lines) + f"\n\n{eff.controls_markdown(result)}\nCPU seconds: {cpu}\n"

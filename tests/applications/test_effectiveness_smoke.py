@@ -310,8 +310,8 @@ def test_transfer_reports_every_setting_model_and_seed(transfer_run):
         for m in models:
             for fusion in result["fusion"][m].values():  # chosen on the validation queries fit held out
                 assert 0 <= fusion["weight"] <= 1 and fusion["queries"] == 2 and set(fusion["values"]) >= {"0.0", "1.0"}
-            assert all("encoder" in parts for parts in result["trained"][m].values())
-            assert set(result["controls"][m]) == {"0", "1"}
+            assert all("encoder" in parts or parts.startswith("none") for parts in result["trained"][m].values())
+            assert set(result["controls"][m]) == set(result["controls"][f"fused {m}"]) == {"0", "1"}
             for seed, fusion in result["fusion"][m].items():  # at weight 1 the fused run ranks as the model
                 if fusion["weight"] == 1.0:
                     assert result["per_query"][f"fused {m}"]["near"][seed] == result["per_query"][m]["near"][seed]
