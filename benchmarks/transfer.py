@@ -152,7 +152,7 @@ def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str
                 output: Path) -> dict:
     """Every model and seed of one setting on one collection: the runs, the tests and the verdicts."""
     options = setting_options(setting, base, quick, output)
-    scores = eff.baselines(data["tests"])
+    scores = baselines(data["tests"])
     records = {"controls": {}, "validation": {}, "fusion": {}, "trained": {}, "cpu_seconds": {}}
     for seed in seeds:
         warm_start = None
@@ -230,8 +230,26 @@ def _mean(scores: dict, system: str, split: str, seed: int) -> str:
 
 
 def split_rr(run: pd.DataFrame, tests: dict[str, pd.DataFrame]) -> dict[str, dict[str, float]]:
-    """Per split, the per-query RR of ``run`` over that split's queries."""
-    return {split: eff.reciprocal_ranks(run[run["qid"].isin(set(c["qid"]))]) for split, c in tests.items()}
+    """Per split, the per-query RR of ``run`` over that split's queries, as ``pt.Experiment`` (and
+    ``query_controls``) measure it: tied scores in trec_eval's order, not the candidates' (which list the
+    relevant document first, and would favour a system that ties it with others)."""
+    from pyterrier.measures import RR
+
+    from pyterrier_longdoc.evaluation import per_query_values
+
+    out = {}
+    for split, candidates in tests.items():
+        topics = candidates[["qid", "query"]].drop_duplicates("qid")
+        qrels = candidates.loc[candidates["label"] > 0, ["qid", "docno", "label"]]
+        values = per_query_values({"run": run[run["qid"].isin(set(topics["qid"]))]}, topics, qrels, RR)["run"]
+        out[split] = {str(qid): float(value) for qid, value in values.items()}
+    return out
+
+
+def baselines(tests: dict[str, pd.DataFrame]) -> dict:
+    """Per-query RR of a random order (expected) and of BM25 (the candidates' ``score``)."""
+    return {"random order": {split: {0: eff.random_rr(c)} for split, c in tests.items()},
+            "BM25": {split: {0: by_query} for split, by_query in split_rr(_all(tests), tests).items()}}
 
 
 def scored(model, tests: dict[str, pd.DataFrame]) -> tuple[dict, dict, list[dict], list[dict]]:
@@ -247,9 +265,7 @@ def scored(model, tests: dict[str, pd.DataFrame]) -> tuple[dict, dict, list[dict
     runs = control_runs(model, candidates)
     fused = {ranking: fuse_runs(candidates, run, model.fusion.weight, model.fusion.normalisation)
              for ranking, run in runs.items()}
-    labels = candidates[["qid", "docno", "label"]]
-    return (split_rr(runs["real query"][["qid", "docno", "score"]].merge(labels), tests),
-            split_rr(fused["real query"][["qid", "docno", "score"]].merge(labels), tests),
+    return (split_rr(runs["real query"], tests), split_rr(fused["real query"], tests),
             query_controls(model, candidates, qrels, groups=groups, runs=runs).to_dict("records"),
             query_controls(None, candidates, qrels, groups=groups, runs=fused).to_dict("records"))
 

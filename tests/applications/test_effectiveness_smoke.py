@@ -345,6 +345,18 @@ def test_transfer_verdicts_follow_from_the_tests(monkeypatch):
     assert got["MaxP"]["fused at least BM25"] == {"far": True, "near": True}  # a significant gain is no loss
 
 
+def test_transfer_measures_rr_with_ties_not_broken_towards_the_relevant_document(monkeypatch):
+    """FarRelevant's candidates list the relevant document first: a system that ties it with another (bf16
+    scores, BM25's floor for documents it did not retrieve) must not win the tie by that order."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from transfer import baselines, split_rr
+
+    tests = {"near": pd.DataFrame({"qid": "q1", "query": "what is a", "docno": ["d1", "d2", "d3"],
+                                   "label": [1, 0, 0], "score": [2.0, 2.0, 1.0]})}
+    assert split_rr(tests["near"], tests) == {"near": {"q1": 0.5}}  # trec_eval's order of ties: docno descending
+    assert baselines(tests)["BM25"] == {"near": {0: {"q1": 0.5}}}
+
+
 def test_transfer_plan_prints_its_units_and_estimate(tmp_path):
     proc = run_benchmark("transfer", "--plan", "--quick", "--output", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
