@@ -150,15 +150,36 @@ def setting_options(setting: str, base: str, quick: bool, output: Path) -> dict:
 
 def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str, seeds: list[int], quick: bool,
                 output: Path) -> dict:
-    """Every model and seed of one setting on one collection: the runs, the tests and the verdicts."""
+    """Every model and seed of one setting on one collection: the runs, the tests and the verdicts. Each model
+    and seed's unit is kept in its folder (``unit.json``) and read back by a later run of the same collection,
+    setting and precision, so a run stopped part way resumes where it stopped."""
+    import json
+    import re
+
     options = setting_options(setting, base, quick, output)
+    stamp = {"collection": re.sub(r" \(built in \d+ s\)", "", data["description"]), "options": _described(options),
+             "dtype": dtype}
     scores = baselines(data["tests"])
     records = {"controls": {}, "validation": {}, "fusion": {}, "trained": {}, "cpu_seconds": {}}
     for seed in seeds:
         warm_start = None
         for name in MODELS:
-            warm_start = run_model(name, seed, warm_start, data, options, dtype, output / f"seed{seed}", scores,
-                                   records)
+            kept = output / f"seed{seed}" / name / "unit.json"
+            unit = json.loads(kept.read_text()) if kept.is_file() else None
+            if unit is None or unit["stamp"] != json.loads(json.dumps(stamp)):
+                unit = {"stamp": stamp, **run_model(name, seed, warm_start, data, options, dtype, output / f"seed{seed}")}
+                kept.write_text(json.dumps(eff._jsonable(unit)))
+            else:
+                print(f"{name} seed {seed}: read from {kept}", flush=True)
+            warm_start = unit["passage stage"]
+            for system, by_split in unit["scores"].items():
+                _record(scores, system, seed, by_split)
+            for key in records:
+                for part, value in unit[key].items():
+                    if key == "cpu_seconds":
+                        records[key].setdefault(part, []).append(value)
+                    else:
+                        records[key].setdefault(part, {})[seed] = value
     result = eff.summarise(scores, {}, f"{collection}, setting {setting}: {data['description']}")
     result.pop("minutes")
     tests = paired_tests(scores)
@@ -170,10 +191,11 @@ def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str
     return result
 
 
-def run_model(name: str, seed: int, warm_start: str | None, data: dict, options: dict, dtype: str, output: Path,
-              scores: dict, records: dict) -> str:
+def run_model(name: str, seed: int, warm_start: str | None, data: dict, options: dict, dtype: str,
+              output: Path) -> dict:
     """One model and seed: the recipe (its passage stage where ``warm_start`` is None), then its zero-shot
-    start, itself, its fusion with BM25 and its controls scored; returns the passage stage's folder."""
+    start, itself, its fusion with BM25 and the controls of both scored. Returns the unit: its per-query RR by
+    system, and by record (controls, validation, fusion, trained, CPU seconds) its values by part."""
     import torch
 
     import pyterrier_longdoc as pl
@@ -187,33 +209,25 @@ def run_model(name: str, seed: int, warm_start: str | None, data: dict, options:
         passages=data["warmup_triples"] if warm_start is None else False, output_dir=output / name,
         passage_options=options["passage_options"], seed=seed, dtype=dtype,
         args=TrainingArguments(**options["document"], seed=seed) if options["document"] else None,
-        model_options=model_options or None)
+        model_options=model_options)
     warm_start = warm_start or str(output / name / "passage-stage")
-    cpu = records["cpu_seconds"]
+    cpu = {f"fit {name}": report["document stage"]["cpu_seconds"]}
     if "passage stage" in report:
-        cpu.setdefault("passage stage", []).append(report["passage stage"]["cpu_seconds"])
-    cpu.setdefault(f"fit {name}", []).append(report["document stage"]["cpu_seconds"])
-    records["validation"].setdefault(name, {})[seed] = report["document stage"]
-    started = time.process_time()
-    start = cls(warm_start, **model_options)
-    _record(scores, f"zero-shot {name}", seed, split_rr(start(_all(data["tests"])), data["tests"]))
-    del start
-    records["trained"].setdefault(name, {})[seed] = report["document stage"]["trained"]
+        cpu["passage stage"] = report["passage stage"]["cpu_seconds"]
     if model.fusion is None:
         raise SystemExit(f"{name} seed {seed}: the recipe chose no fusion weight ({report['fusion']})")
-    records["fusion"].setdefault(name, {})[seed] = model.fusion.to_dict()
+    started = time.process_time()
+    zero_shot = split_rr(cls(warm_start, **model_options)(_all(data["tests"])), data["tests"])
     alone, fused, controls, fused_controls = scored(model, data["tests"])
-    _record(scores, name, seed, alone)
-    _record(scores, f"fused {name}", seed, fused)
-    records["controls"].setdefault(name, {})[seed] = controls
-    records["controls"].setdefault(f"fused {name}", {})[seed] = fused_controls
-    cpu.setdefault(f"scoring {name}", []).append(time.process_time() - started)
-    print(f"{name} seed {seed}: " + "  ".join(f"{split} RR zero-shot {_mean(scores, f'zero-shot {name}', split, seed)}"
-                                              f" alone {_mean(scores, name, split, seed)} fused "
-                                              f"{_mean(scores, f'fused {name}', split, seed)}"
-                                              for split in data["tests"]) + f"  (fusion weight {model.fusion.weight:g})",
-          flush=True)
-    return warm_start
+    cpu[f"scoring {name}"] = time.process_time() - started
+    print(f"{name} seed {seed}: " + "  ".join(
+        f"{split} RR zero-shot {_mean(zero_shot[split])} alone {_mean(alone[split])} fused {_mean(fused[split])}"
+        for split in data["tests"]) + f"  (fusion weight {model.fusion.weight:g})", flush=True)
+    return {"passage stage": warm_start,
+            "scores": {f"zero-shot {name}": zero_shot, name: alone, f"fused {name}": fused},
+            "controls": {name: controls, f"fused {name}": fused_controls},
+            "validation": {name: report["document stage"]}, "fusion": {name: model.fusion.to_dict()},
+            "trained": {name: report["document stage"]["trained"]}, "cpu_seconds": cpu}
 
 
 def _record(scores: dict, system: str, seed: int, by_split: dict) -> None:
@@ -225,8 +239,8 @@ def _all(tests: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(list(tests.values()), ignore_index=True)
 
 
-def _mean(scores: dict, system: str, split: str, seed: int) -> str:
-    return f"{np.mean(list(scores[system][split][seed].values())):.3f}"
+def _mean(by_query: dict) -> str:
+    return f"{np.mean(list(by_query.values())):.3f}"
 
 
 def split_rr(run: pd.DataFrame, tests: dict[str, pd.DataFrame]) -> dict[str, dict[str, float]]:

@@ -287,10 +287,19 @@ def transfer_run(tmp_path_factory):
     vocabulary = AutoTokenizer.from_pretrained(packaged_minilm()).get_vocab()
     words = sorted(w for w in vocabulary if w.isalpha() and w.isascii() and len(w) > 4)
     devil = random_dictionary(directory, words[:200], n_entries=300, name="devil")
-    proc = run_benchmark("transfer", "--quick", "--collections", "devil", "--seeds", 2, "--output", directory / "out",
-                         "--results", directory / "results", f"--dictionary=devil={devil}")
-    assert proc.returncode == 0, f"transfer.py --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
-    return proc.stdout, directory / "results"
+    runs = {}
+    for run in ("first", "again"):  # again: every model and seed read back, nothing trained or scored
+        runs[run] = run_benchmark("transfer", "--quick", "--collections", "devil", "--seeds", 2, "--output",
+                                  directory / "out", "--results", directory / run, f"--dictionary=devil={devil}")
+        assert runs[run].returncode == 0, f"transfer.py --quick failed:\n{runs[run].stdout[-3000:]}\n{runs[run].stderr[-4000:]}"
+    assert runs["again"].stdout.count("read from") == 12 and "read from" not in runs["first"].stdout
+    for setting in ("defaults", "demo"):
+        first, again = (json.loads((directory / run / f"transfer-devil-{setting}.json").read_text()) for run in runs)
+        built = ("collection built",)  # the collection is built again; the units' CPU seconds are read back
+        assert first["per_query"] == again["per_query"] and first["verdicts"] == again["verdicts"]
+        assert {k: v for k, v in first["cpu_seconds"].items() if k not in built} == {
+            k: v for k, v in again["cpu_seconds"].items() if k not in built}
+    return runs["first"].stdout, directory / "first"
 
 
 def test_transfer_reports_every_setting_model_and_seed(transfer_run):
