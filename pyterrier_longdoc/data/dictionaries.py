@@ -1,14 +1,15 @@
 """Real prose offline: dictionaries as definitional passage-ranking tasks.
 
 Debian ships several dictionaries in dictd format (``apt-get install dict-foldoc dict-gcide
-dict-wn dict-jargon``: ``/usr/share/dictd/NAME.dict.dz`` and ``NAME.index``); this module reads
-those files, so no download happens at run time:
+dict-wn dict-jargon dict-devil``: ``/usr/share/dictd/NAME.dict.dz`` and ``NAME.index``); this module
+reads those files, so no download happens at run time:
 
 - ``foldoc``: the Free On-line Dictionary of Computing (about 15,000 entries; GNU FDL);
 - ``gcide``: the GNU Collaborative International Dictionary of English (Webster's 1913 with
   WordNet additions; about 100,000 entries; GPL);
 - ``wn``: WordNet 3.0's glosses (about 147,000 entries; WordNet licence);
-- ``jargon``: the Jargon File (about 2,300 entries; public domain).
+- ``jargon``: the Jargon File (about 2,300 entries; public domain);
+- ``devil``: Ambrose Bierce's The Devil's Dictionary (1911; about 1,000 entries; public domain).
 
 The task (``dictionary_task``): definitional queries, ``"what is <term>"``, whose one relevant
 passage is the first part of the term's own entry; every other entry is a non-relevant passage.
@@ -34,7 +35,7 @@ import pandas as pd
 __all__ = ["DICTIONARIES", "DictionaryTask", "dictionary_entries", "dictionary_task", "dictd_path"]
 
 DICTD = "/usr/share/dictd"
-DICTIONARIES = ("foldoc", "gcide", "wn", "jargon")
+DICTIONARIES = ("foldoc", "gcide", "wn", "jargon", "devil")
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
 _WORD = re.compile(r"[a-z]+")
 
@@ -136,14 +137,34 @@ def _wn(_: str, body: str) -> tuple[str, str] | None:
     return (parts[0].strip(), text) if text else None
 
 
+_LABEL = re.compile(r"^\[[^\]]*\]\s*")                                  # "[IRC; common]", "[Unix]"
+
+
 def _jargon(headword: str, body: str) -> tuple[str, str] | None:
-    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body.strip())[1:]]
-    text = " ".join(p for p in paragraphs if p and not p.startswith("["))
+    # the first paragraph is the headword and its pronunciation; a paragraph's leading "[usage]"
+    # label goes, its definition stays
+    paragraphs = [_LABEL.sub("", " ".join(p.split())) for p in re.split(r"\n\s*\n", body.strip())[1:]]
+    text = " ".join(p for p in paragraphs if p)
     return (headword, _BRACES.sub("", text)) if text else None
 
 
+# "ABASEMENT, n.", "BABE or BABY, n.", "TZETZE (or TSETSE) FLY, n.", "IMPOSTOR n.", "ABRIDGE, v.t.",
+# "ABRACADABRA.", "CUI BONO?  [Latin]": the printed headword and its part of speech; the letters' entries
+# ("I is the first letter ...") start with their definition
+_DEVIL_HEAD = re.compile(r"^[A-Z][A-Z' -]*(?:\(?or [A-Z'-]+\)?[A-Z' -]*)?[,.?]?\s+(?:\[[A-Za-z]+\]\s+)?"
+                         r"(?:(?:[a-z]{1,5}\.)+\s+)*")
+
+
+def _devil(headword: str, body: str) -> tuple[str, str] | None:
+    head = _DEVIL_HEAD.match(body)
+    text = body[head.end():] if head and len(head.group(0).strip(" ,.?")) > 1 else body
+    # verses and their authors' initials are the entry's prose too; _underscores_ mark italics
+    text = " ".join(text.replace("_", "").split())
+    return (headword, text) if text else None
+
+
 _CLEANERS: dict[str, Callable[[str, str], tuple[str, str] | None]] = {
-    "foldoc": _foldoc, "gcide": _gcide, "wn": _wn, "jargon": _jargon}
+    "foldoc": _foldoc, "gcide": _gcide, "wn": _wn, "jargon": _jargon, "devil": _devil}
 
 
 def dictionary_entries(source: str = "foldoc", path: str | Path | None = None) -> pd.DataFrame:
@@ -188,7 +209,7 @@ def dictionary_task(source: str = "foldoc", path: str | Path | None = None, *, e
                     max_passages: int | None = None, seed: int = 0, hide_term: bool = True) -> DictionaryTask:
     """Definitional queries ("what is <term>") over a dictionary (see the module doc).
 
-    source: ``"foldoc"``, ``"gcide"``, ``"wn"`` or ``"jargon"`` (Debian's ``dict-*`` packages);
+    source: ``"foldoc"``, ``"gcide"``, ``"wn"``, ``"jargon"`` or ``"devil"`` (Debian's ``dict-*`` packages);
         ``path``: its ``.dict.dz`` file (default: where Debian installs it).
     entries: the dictionary's entries (``headword, text``), instead of reading ``source``'s file (the
         real prose that ships with the package, ``data.prose.prose_entries()``).

@@ -273,3 +273,104 @@ def test_committed_results_files_are_well_formed():
         if "table" in result:
             assert result["targets"] == effectiveness.check_targets(result, result["per_query"]), path.name
             assert all(result["table"][m][s]["queries"] >= 50 for m in ("MaxP", "FirstP") for s in ("near", "far"))
+
+
+@pytest.fixture(scope="module")
+def transfer_run(tmp_path_factory):
+    """benchmarks/transfer.py --quick on a made-up dictd file in dict-devil's form (the Jargon File's parser is
+    tested in tests/data/test_dictionaries.py): both settings, two seeds."""
+    from transformers import AutoTokenizer
+
+    from pyterrier_longdoc.demo import packaged_minilm
+
+    directory = tmp_path_factory.mktemp("transfer")
+    vocabulary = AutoTokenizer.from_pretrained(packaged_minilm()).get_vocab()
+    words = sorted(w for w in vocabulary if w.isalpha() and w.isascii() and len(w) > 4)
+    devil = random_dictionary(directory, words[:200], n_entries=300, name="devil")
+    runs = {}
+    for run in ("first", "again"):  # again: every model and seed read back, nothing trained or scored
+        runs[run] = run_benchmark("transfer", "--quick", "--collections", "devil", "--seeds", 2, "--output",
+                                  directory / "out", "--results", directory / run, f"--dictionary=devil={devil}")
+        assert runs[run].returncode == 0, f"transfer.py --quick failed:\n{runs[run].stdout[-3000:]}\n{runs[run].stderr[-4000:]}"
+    assert runs["again"].stdout.count("read from") == 12 and "read from" not in runs["first"].stdout
+    for setting in ("defaults", "demo"):
+        first, again = (json.loads((directory / run / f"transfer-devil-{setting}.json").read_text()) for run in runs)
+        built = ("collection built",)  # the collection is built again; the units' CPU seconds are read back
+        assert first["per_query"] == again["per_query"] and first["verdicts"] == again["verdicts"]
+        assert {k: v for k, v in first["cpu_seconds"].items() if k not in built} == {
+            k: v for k, v in again["cpu_seconds"].items() if k not in built}
+    return runs["first"].stdout, directory / "first"
+
+
+def test_transfer_reports_every_setting_model_and_seed(transfer_run):
+    stdout, results = transfer_run
+    models = ("FirstP", "MaxP", "ParadeAttn")
+    for setting in ("defaults", "demo"):
+        result = json.loads((results / f"transfer-devil-{setting}.json").read_text())
+        assert {"machine", "date", "commit", "wall_minutes", "cpu_seconds"} <= set(result)
+        assert result["seeds"] == [0, 1] and result["setting"] == setting
+        assert set(result["table"]) == {"random order", "BM25"} | {
+            f"{kind}{m}" for m in models for kind in ("", "zero-shot ", "fused ")}
+        for system in ("MaxP", "fused MaxP", "zero-shot MaxP"):
+            assert set(result["per_query"][system]["far"]) == {"0", "1"}
+        # one passage stage per seed (the first model's), a fit and a scoring per model and seed
+        assert len(result["cpu_seconds"]["passage stage"]) == 2 and "collection built" in result["cpu_seconds"]
+        assert all(len(result["cpu_seconds"][f"{stage} {m}"]) == 2 for m in models for stage in ("fit", "scoring"))
+        for m in models:
+            for fusion in result["fusion"][m].values():  # chosen on the validation queries fit held out
+                assert 0 <= fusion["weight"] <= 1 and fusion["queries"] == 2 and set(fusion["values"]) >= {"0.0", "1.0"}
+            assert all("encoder" in parts or parts.startswith("none") for parts in result["trained"][m].values())
+            assert set(result["controls"][m]) == set(result["controls"][f"fused {m}"]) == {"0", "1"}
+            for seed, fusion in result["fusion"][m].items():  # at weight 1 the fused run ranks as the model
+                if fusion["weight"] == 1.0:
+                    assert result["per_query"][f"fused {m}"]["near"][seed] == result["per_query"][m]["near"][seed]
+        # three tests per model and split, Holm over the 18
+        assert len(result["tests"]) == 18 and all(t["p-value (Holm)"] >= t["p-value"] for t in result["tests"])
+        assert result["verdicts"]["FirstP"]["reads the query"]["far"] is None
+        text = (results / f"transfer-devil-{setting}.md").read_text()
+        assert text.startswith("Machine: ") and "| fused ParadeAttn |" in text and "fused at least BM25" in text
+    demo = json.loads((results / "transfer-devil-demo.json").read_text())
+    assert demo["options"]["windows"] == {"window": 200, "stride": 200} and "1-layer" in demo["options"]["backbone"]
+    assert "FirstP seed 1:" in stdout and "whole benchmark took" in stdout
+
+
+def test_transfer_verdicts_follow_from_the_tests(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from transfer import verdicts
+
+    def test(system, against, split, difference, p):
+        model = system.split()[-1]
+        return {"model": model, "system": system, "against": against, "split": split, "difference": difference,
+                "p-value (Holm)": p}
+
+    tests = [test(s, a, split, d, p) for split in ("near", "far") for m in ("FirstP", "MaxP", "ParadeAttn")
+             for s, a, d, p in ((m, f"zero-shot {m}", -0.1, 0.01 if (m, split) == ("MaxP", "far") else 0.2),
+                                (m, "BM25", -0.2, 0.001),
+                                (f"fused {m}", "BM25", -0.05 if m == "ParadeAttn" else 0.05, 0.01))]
+    got = verdicts(tests, {})  # no controls: reads the query is judged on none
+    assert got["MaxP"]["reads the query"] == {"far": None, "near": None}
+    assert got["MaxP"]["at least the zero-shot start"] == {"far": False, "near": True}
+    assert got["ParadeAttn"]["fused at least BM25"] == {"far": False, "near": False}  # a significant loss
+    assert got["MaxP"]["fused at least BM25"] == {"far": True, "near": True}  # a significant gain is no loss
+
+
+def test_transfer_measures_rr_with_ties_not_broken_towards_the_relevant_document(monkeypatch):
+    """FarRelevant's candidates list the relevant document first: a system that ties it with another (bf16
+    scores, BM25's floor for documents it did not retrieve) must not win the tie by that order."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from transfer import baselines, split_rr
+
+    tests = {"near": pd.DataFrame({"qid": "q1", "query": "what is a", "docno": ["d1", "d2", "d3"],
+                                   "label": [1, 0, 0], "score": [2.0, 2.0, 1.0]})}
+    assert split_rr(tests["near"], tests) == {"near": {"q1": 0.5}}  # trec_eval's order of ties: docno descending
+    assert baselines(tests)["BM25"] == {"near": {0: {"q1": 0.5}}}
+
+
+def test_transfer_plan_prints_its_units_and_estimate(tmp_path):
+    proc = run_benchmark("transfer", "--plan", "--quick", "--output", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 collections x 2 settings x 3 seeds: 12 passage stages, 36 fits" in proc.stdout
+    assert re.search(r"Estimated CPU time of the run: \d+\.\d CPU hours", proc.stdout)
+    assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written but the measured backbones
+    refused = run_benchmark("transfer", "--plan", "--collections", "devil,gcide")
+    assert refused.returncode == 1 and "unknown ['gcide']: use some of devil, jargon" in refused.stderr
