@@ -11,8 +11,8 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and 
     from .data.datasets import LongDocCollection, load_collection
     from .data.documents import TextLoader
     from .evaluation import (mean_interval, multi_seed_experiment, per_query_values, queries_needed, grid_scan,
-                             query_controls, reads_the_query)
-    from .fusion import FirstStageFusion, Fusion
+                             query_controls, control_runs, reads_the_query)
+    from .fusion import FirstStageFusion, Fusion, choose_weight, fuse_runs
     from .listwise import RankGPT
     from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
                          KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
@@ -41,9 +41,12 @@ _HOMES = {
     "queries_needed": ".evaluation",
     "grid_scan": ".evaluation",
     "query_controls": ".evaluation",
+    "control_runs": ".evaluation",
     "reads_the_query": ".evaluation",
     "FirstStageFusion": ".fusion",
     "Fusion": ".fusion",
+    "choose_weight": ".fusion",
+    "fuse_runs": ".fusion",
     "RankGPT": ".listwise",
     "AvgP": ".models",
     "BiEncoderFirstP": ".models",

@@ -149,8 +149,11 @@ def choose_weight(first_stage: pd.DataFrame, reranked: pd.DataFrame, qrels: pd.D
 
 
 class FirstStageFusion(pt.Estimator):
-    """``reranker`` fused with the first stage's ``score`` per query (see the module doc): in a pipeline,
-    ``bm25 % 10 >> TextLoader(docs) >> FirstStageFusion(model)``.
+    """``reranker`` fused with the first stage's ``score`` per query: in a pipeline,
+    ``bm25 % 10 >> TextLoader(docs) >> FirstStageFusion(model)``. For a document ``d`` of query ``q``,
+    ``weight * norm_q(reranker(q, d)) + (1 - weight) * norm_q(first_stage(q, d))``, with ``norm_q`` a
+    per-query normalisation of each score over the query's candidates (``"minmax"``: into [0, 1];
+    ``"zscore"``; 0 where a query's scores do not vary).
 
     Its input is the re-ranker's plus the first stage's ``score`` column (what a retriever returns); its output
     is the re-ranker's with ``score`` the fused score and ``rank`` recomputed.
