@@ -136,6 +136,23 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(saved, fresh[:2]) == ["3 code cells saved, 2 run"]
 
 
+def test_a_cell_tagged_varies_by_cpu_compares_its_text_not_its_numbers():
+    """A trained model's numbers move with another CPU's rounding: the text of its cell is compared
+    (with runs of spaces collapsed: columns widen with their numbers), its numbers are not."""
+    def trained(text):
+        cell = cell_with("print(table)", ("stdout", text))
+        cell.metadata["tags"] = [notebook_outputs.VARIES_BY_CPU]
+        return cell
+
+    saved = [trained("ParadeAttn  far  real query  0.896  p 0.527 reads the query: True\n")]
+    other_cpu = [trained("ParadeAttn  far  real query   0.927  p 0.2 reads the query: True\n")]
+    assert notebook_outputs.differences(saved, other_cpu) == []
+    untagged = [cell_with("print(table)", ("stdout", cell.outputs[0].text)) for cell in saved + other_cpu]
+    assert notebook_outputs.differences(untagged[:1], untagged[1:])  # without the tag: compared as ever
+    failed = [trained("ParadeAttn  far  real query  0.927  p 0.2 reads the query: False\n")]
+    assert "the text differs" in notebook_outputs.differences(saved, failed)[0]
+
+
 ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models", "08_parade_lab"]
 
 
