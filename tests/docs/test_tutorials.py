@@ -2,10 +2,7 @@
 kernel), each exactly once, two at a time in the background while the library's tests run
 (``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3, 5
 and 7 re-rank with bi-encoders, notebook 8 with the cross-encoders it trains (FirstP, MaxP, PARADE-Attn); each
-prints its query controls and asserts that the models read the query;
-notebook 6 (the real-data lab, for a
-GPU with the internet) runs top to bottom on offline stand-ins (tests/helpers/lab_standin.py), and its saved
-outputs are those of such a run, labelled as such.
+prints its query controls and asserts that the models read the query.
 
 The notebooks assert the numbers their text interprets (with margins, so that the conclusions hold
 in fp32 and bf16), so a drift between text and output fails here. Set
@@ -31,8 +28,7 @@ from helpers.notebook_runner import TUTORIALS, solution_cells  # noqa: E402
 README = (TUTORIALS.parent / "README.md").read_text()
 
 EXECUTED = sorted(notebook_runner.EXECUTED)
-LAB = "06_real_collections"
-ALL = EXECUTED + [LAB]
+ALL = EXECUTED
 
 
 def read(name):
@@ -342,7 +338,7 @@ def on_colab(monkeypatch, first_run: bool) -> None:
 @pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
 def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
     """On Colab the first code cell clones the repository named by REPOSITORY (the notebooks' helper
-    modules live there; notebook 6 needs none), installs the library with its [demo] extra and
+    modules live there), installs the library with its [demo] extra and
     restarts the runtime; after the restart it only moves into the clone's tutorials folder.
     Elsewhere it does nothing."""
     import os
@@ -360,15 +356,12 @@ def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run,
     exec(compile(colab_block(name, URL), name, "exec"), namespace)
     assert namespace["REPOSITORY"] == URL
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if name == LAB:
-        expected = [pip + [f"pyterrier-longdoc[demo] @ git+{URL}", "ir_datasets>=0.5.6"], ["kill", 9]]
-    else:
-        moved = ["cd", f"{CLONE}/tutorials"]
-        foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
-                  if name == "07_biencoder_zero_shot" else [])
-        expected = [["git", "clone", "-q", "--depth", "1", URL, CLONE], moved, *foldoc, pip + [f"{CLONE}[demo]"],
-                    ["kill", 9]]
-    assert calls == (expected if first_run else [] if name == LAB else [moved])
+    moved = ["cd", f"{CLONE}/tutorials"]
+    foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
+              if name == "07_biencoder_zero_shot" else [])
+    expected = [["git", "clone", "-q", "--depth", "1", URL, CLONE], moved, *foldoc, pip + [f"{CLONE}[demo]"],
+                ["kill", 9]]
+    assert calls == (expected if first_run else [moved])
     assert ("the runtime restarts now" in capsys.readouterr().out) == first_run
 
 
@@ -479,8 +472,7 @@ def test_notebook_states_its_run_time_and_links_its_solutions(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_code_uses_names_the_library_has(name):
-    """Every ``from pyterrier_longdoc... import x`` in the notebook and its solutions resolves
-    (notebook 6 is not executed here, so this is its check against the API)."""
+    """Every ``from pyterrier_longdoc... import x`` in the notebook and its solutions resolves."""
     sources = [cell.source for cell in code_cells(read(name))] + solution_cells(name)
     for source in sources:
         for node in ast.walk(ast.parse(source)):
@@ -502,70 +494,6 @@ def output_text(cell) -> str:
 def tagged(cells, tag):
     [cell] = [cell for cell in cells if tag in cell.metadata.get("tags", [])]
     return cell
-
-
-def assert_lab_tables(cells):
-    """The lab's tables have the rows and columns its text reads."""
-    experiment = output_text(tagged(cells, "lab-experiment"))
-    for word in ["official top 100", "random order", "FirstP", "MaxP", "SumP", "KMaxAvgP", "nDCG@10", "RR@100",
-                 "R@100", "nDCG@10 p-value", "not tested"]:
-        assert word in experiment, word
-    # every test of the lab (the experiment's against FirstP, the controls' of its four models), one Holm family
-    family = output_text(tagged(cells, "lab-family"))
-    assert re.search(r"one family: \d+ tests \(\d+ of them the query controls'\)", family), family
-    for word in ["p-value (Holm)", "reject", "controls of KMaxAvgP", "SumP vs FirstP", "reads the query:"]:
-        assert word in family, word
-    intervals = output_text(tagged(cells, "lab-intervals"))
-    assert all(word in intervals for word in ["MaxP", "SumP", "KMaxAvgP", "95% low", "queries for 0.02"])
-    bias = output_text(tagged(cells, "lab-bias"))
-    assert all(word in bias for word in ["0-511", "512-1023", "1536+", "start_share", "length_share"])
-    published = output_text(tagged(cells, "lab-published"))
-    assert all(word in published for word in ["Boytsov et al., Table 5", "Dai & Callan 2019", "this run"])
-
-
-@pytest.fixture
-def lab_standins(tmp_path, monkeypatch):
-    """Notebook 6's stand-ins (tests/helpers/lab_standin.py), switched on for kernels started from here."""
-    from helpers import lab_standin
-
-    assert lab_standin.QUERIES == 6  # the notebook's text says six
-    folder = lab_standin.build(tmp_path / "standins")
-    monkeypatch.setenv("PYTERRIER_LONGDOC_LAB_STANDIN", str(folder))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "ir_datasets"))  # nothing is downloaded
-    monkeypatch.setenv("LONGDOC_WORK", str(tmp_path / "work"))  # the figure
-    return folder
-
-
-@pytest.mark.slow  # a notebook run: under a minute alone
-def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
-    """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
-    DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
-    cells = code_cells(notebook_runner.run_with_solutions(LAB, timeout=600))
-    assert ran_to_the_end(cells)
-    assert_saved_outputs_match(LAB, cells)
-    assert "STAND-INS" in output_text(cells[0])
-    assert_lab_tables(cells)
-
-
-def test_real_data_lab_reads_real_data_without_the_switch():
-    """Without the stand-in switch the lab reads TREC DL 2019 and the public cross-encoder; the
-    switch changes only the data source and the model path."""
-    setup = code_cells(read(LAB))[0].source
-    for name in ['"msmarco-document/trec-dl-2019"', '"msmarco-passage/trec-dl-2019/judged"',
-                 '"cross-encoder/ms-marco-MiniLM-L6-v2"', 'torch.cuda.is_available()']:
-        assert name in setup, name
-    later = "\n".join(cell.source for cell in code_cells(read(LAB))[1:])
-    assert "lab_standin" not in later.replace("lab_standin.QUERIES", "").replace("lab_standin.CANDIDATES", "")
-
-
-def test_real_data_lab_saved_outputs_are_the_labelled_stand_in_run():
-    """The committed outputs come from one stand-in run, top to bottom, and say so."""
-    notebook = read(LAB)
-    cells = code_cells(notebook)
-    assert_one_full_run(cells)
-    assert "STAND-INS (CI)" in output_text(cells[0]) and "CI's stand-in run" in notebook.cells[0].source
-    assert_lab_tables(cells)
 
 
 def all_output_text(name) -> str:
@@ -616,13 +544,3 @@ def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_re
     assert len(re.findall(r"^\d+ +(?:near|far) +MaxP - FirstP", shown, flags=re.M)) == 2
     assert 'table.loc[("far", "MaxP"), "p against FirstP (Holm)"] < 0.05' in sources
     assert 'corrected["near", "MaxP - FirstP"] < 0.05' in sources
-
-
-def test_real_data_lab_corrects_every_test_as_one_family_and_asserts_the_controls():
-    """Notebook 6 corrects the experiment's tests against FirstP and every model's query controls
-    together (Holm), its verdicts read those corrected p-values, and on TREC DL it asserts them; it
-    tests no system at the ceiling (RR@100, near 1 on deep judgements, is shown, not tested)."""
-    sources = "\n".join(cell.source for cell in code_cells(read(LAB)))
-    assert 'correct_pvalues(family["p-value"].to_numpy(), "holm")' in sources and 'correction="holm"' not in sources
-    assert "assert all(verdicts.values())" in sources and "assert highest < 0.95" in sources
-    assert 'column.startswith("RR@100 ")' in sources
