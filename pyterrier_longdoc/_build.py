@@ -71,6 +71,7 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
         config, model = _assemble(cls, start, merged)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
+            config.fusion = saved.fusion  # chosen on validation for these weights
         elif not cls.aggregator.zero_shot:
             _warn_untrained(cls.__name__, str(start.base_model), model.aggregator, cls.aggregator.chunk_head,
                             start.trained_head)
@@ -158,7 +159,8 @@ def resolved_chunking(settings, encoder, tokenizer, engine) -> Chunking:
 def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:
     """An UntrainedHeadWarning naming the parameters that the checkpoint does not hold, if any."""
     trained_head = chunk_head and trained_head
-    new = [name for name, _ in aggregator.named_parameters() if not (trained_head and name.startswith("head."))]
+    new = [name for name, _ in aggregator.named_parameters()
+           if not (trained_head and (name.startswith("head.") or name in aggregator.neutral_start))]
     if not new:
         return
     listed = ", ".join(new[:6]) + (f", ... ({len(new)} in all)" if len(new) > 6 else "")
