@@ -161,3 +161,34 @@ def test_gpu_check_runs_its_three_models_against_fp32_and_the_references_on_the_
         assert float(row[7]) < 1e-2  # bf16 (emulated here) against fp32
     assert float(rows[1][10]) < 1e-2 and float(rows[3][10]) < 1e-2  # against CrossEncoder.predict, transformers
     assert list(tmp_path.iterdir()) == []  # --quick writes no results file
+
+
+def test_tutorials_other_kernels_compares_a_run_with_the_saved_outputs_and_writes_the_differences(tmp_path,
+                                                                                                 monkeypatch):
+    """The check of a notebook under another CPU's kernels: the suite's comparison of a run with the
+    saved outputs (the run stubbed here: the saved notebook itself, then one with a number changed),
+    written with the machine, the commit and the kernels' settings."""
+    import json
+
+    nbformat = pytest.importorskip("nbformat")
+    from helpers import notebook_runner
+
+    name = "02_chunking"
+    saved = nbformat.read(notebook_runner.TUTORIALS / f"{name}.ipynb", as_version=4)
+    for variable in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA"):  # undone after: the script sets them for its kernels
+        monkeypatch.setenv(variable, "")
+    monkeypatch.setattr(notebook_runner, "run_with_solutions", lambda notebook, timeout: saved)
+    result = run_benchmark("tutorials_other_kernels", name, "--results", tmp_path)
+    assert result.returncode == 0 and "ATEN_CPU_CAPABILITY=default" in result.stdout, result.stderr
+    assert f"{name} under ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41: 0 differences" in result.stdout
+    [written] = tmp_path.glob("tutorials-other-kernels-*.json")
+    assert json.loads(written.read_text())["rows"][0]["differences"] == []
+
+    moved = nbformat.from_dict(saved)
+    cell = next(c for c in moved.cells if c.cell_type == "code" and any(o.get("name") == "stdout" and
+                                                                        re.search(r"\d\d", o["text"]) for o in c.outputs))
+    output = next(o for o in cell.outputs if o.get("name") == "stdout" and re.search(r"\d\d", o["text"]))
+    output["text"] = re.sub(r"\d\d", lambda m: str(int(m.group()) + 50), output["text"], count=1)
+    monkeypatch.setattr(notebook_runner, "run_with_solutions", lambda notebook, timeout: moved)
+    result = run_benchmark("tutorials_other_kernels", name, "--results", tmp_path)
+    assert f"{name} under ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41: 1 differences" in result.stdout

@@ -2,10 +2,7 @@
 kernel), each exactly once, two at a time in the background while the library's tests run
 (``notebook_runner``, started from conftest.py); their saved outputs come from such a run; notebooks 1, 3, 5
 and 7 re-rank with bi-encoders, notebook 8 with the cross-encoders it trains (FirstP, MaxP, PARADE-Attn); each
-prints its query controls and asserts that the models read the query;
-notebook 6 (the real-data lab, for a
-GPU with the internet) runs top to bottom on offline stand-ins (tests/helpers/lab_standin.py), and its saved
-outputs are those of such a run, labelled as such.
+prints its query controls and asserts that the models read the query.
 
 The notebooks assert the numbers their text interprets (with margins, so that the conclusions hold
 in fp32 and bf16), so a drift between text and output fails here. Set
@@ -30,8 +27,6 @@ from helpers.notebook_runner import TUTORIALS, solution_cells  # noqa: E402
 README = (TUTORIALS.parent / "README.md").read_text()
 
 EXECUTED = sorted(notebook_runner.EXECUTED)
-LAB = "06_real_collections"
-ALL = EXECUTED + [LAB]
 
 
 def read(name):
@@ -64,12 +59,18 @@ def test_notebook_and_solutions_run(name):
     notebooks assert the numbers their text interprets, so text and outputs cannot drift apart.
     Each notebook runs once, with its solutions appended; the notebooks run in the background, two
     at a time, from the start of the session (``notebook_runner``; see conftest.py). A notebook whose
-    data a Debian package installs is skipped where that package is missing (in CI a skip fails)."""
+    data a Debian package installs runs on the shipped prose where that package is missing: its
+    checks hold there too, and its saved outputs (the Debian data's) are compared only where it is
+    installed (skipped otherwise, with the reason, after its checks ran)."""
     missing = notebook_runner.missing_data(name)
     if missing:
         pytest.skip(missing)
     fresh = code_cells(notebook_runner.result(name))
     assert ran_to_the_end(fresh)
+    fallback = notebook_runner.missing_system_data(name)
+    if fallback:
+        assert "the shipped WordNet prose instead" in "".join(o.get("text", "") for o in fresh[1].outputs)
+        pytest.skip(fallback)
     assert_saved_outputs_match(name, fresh)
 
 
@@ -142,7 +143,25 @@ def test_saved_outputs_are_compared_up_to_timings_folders_progress_bars_and_floa
     assert notebook_outputs.differences(quiet, barred) == []
 
 
-ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models", "08_parade_lab"]
+def test_a_cell_tagged_varies_by_cpu_compares_its_text_not_its_numbers():
+    """A trained model's numbers move with another CPU's rounding: the text of its cell is compared
+    (with runs of spaces collapsed: columns widen with their numbers), its numbers are not."""
+    def trained(text):
+        cell = cell_with("print(table)", ("stdout", text))
+        cell.metadata["tags"] = [notebook_outputs.VARIES_BY_CPU]
+        return cell
+
+    saved = [trained("ParadeAttn  far  real query  0.896  p 0.527 reads the query: True\n")]
+    other_cpu = [trained("ParadeAttn  far  real query   0.927  p 0.2 reads the query: True\n")]
+    assert notebook_outputs.differences(saved, other_cpu) == []
+    untagged = [cell_with("print(table)", ("stdout", cell.outputs[0].text)) for cell in saved + other_cpu]
+    assert notebook_outputs.differences(untagged[:1], untagged[1:])  # without the tag: compared as ever
+    failed = [trained("ParadeAttn  far  real query  0.927  p 0.2 reads the query: False\n")]
+    assert "the text differs" in notebook_outputs.differences(saved, failed)[0]
+
+
+ONE_FAMILY = ["01_quickstart", "03_training", "04_positional_bias", "05_comparing_models", "07_biencoder_zero_shot",
+              "08_parade_lab"]
 
 
 @pytest.mark.parametrize("name", ONE_FAMILY)
@@ -159,13 +178,16 @@ def test_notebook_corrects_every_test_it_draws_as_one_family(name):
 PYPI_INSTALL = re.compile(r'pip install (?:-q )?"?pyterrier-longdoc(?:\[[\w,]+\])?"?(?=[\s`]|$)(?! @)')
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 def test_no_install_line_names_pypi(name):
     text = "\n".join(cell.source for cell in read(name).cells) + (TUTORIALS / "README.md").read_text()
     assert not PYPI_INSTALL.search(text), PYPI_INSTALL.search(text).group(0)
 
 
-def test_a_notebook_whose_debian_data_is_missing_is_not_started_and_names_the_package(tmp_path, monkeypatch):
+def test_a_notebook_whose_debian_data_is_missing_runs_on_the_shipped_prose_and_names_the_package(tmp_path,
+                                                                                                 monkeypatch):
+    """Without FOLDOC, notebook 7 still runs (on the shipped WordNet prose, checking the same
+    conclusions); only the comparison with its saved outputs, which are FOLDOC's, is left out."""
     from pyterrier_longdoc.data import dictionaries
 
     class Pool:
@@ -176,12 +198,15 @@ def test_a_notebook_whose_debian_data_is_missing_is_not_started_and_names_the_pa
     monkeypatch.setattr(dictionaries, "DICTD", str(tmp_path))  # no dictionary here
     monkeypatch.setattr(notebook_runner, "_pool", Pool())
     monkeypatch.setattr(notebook_runner, "_runs", {})
-    assert "apt-get install dict-foldoc" in notebook_runner.missing_data("07_biencoder_zero_shot")
-    assert notebook_runner.missing_data("02_chunking") is None
-    notebook_runner.start(["07_biencoder_zero_shot", "02_chunking"])
-    assert submitted == ["02_chunking"]
-    (tmp_path / "foldoc.dict.dz").write_bytes(b"")
     assert notebook_runner.missing_data("07_biencoder_zero_shot") is None
+    assert "apt-get install dict-foldoc" in notebook_runner.missing_system_data("07_biencoder_zero_shot")
+    assert notebook_runner.missing_system_data("02_chunking") is None
+    notebook_runner.start(["07_biencoder_zero_shot", "02_chunking"])
+    assert submitted == ["07_biencoder_zero_shot", "02_chunking"]
+    (tmp_path / "foldoc.dict.dz").write_bytes(b"")
+    assert notebook_runner.missing_system_data("07_biencoder_zero_shot") is None
+    setup = code_cells(read("07_biencoder_zero_shot"))[1].source  # the fallback, in the notebook itself
+    assert 'dictd_path("foldoc")' in setup and "prose_task(" in setup
 
 
 def fake_demo_output(output, *, quick=False, models=("FirstP", "MaxP", "ParadeAttn")):
@@ -312,11 +337,11 @@ def on_colab(monkeypatch, first_run: bool) -> None:
                         lambda module: None if first_run and module == "pyterrier_longdoc" else find_spec(module))
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 @pytest.mark.parametrize("first_run", [True, False], ids=["first run", "after the restart"])
 def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run, monkeypatch, capsys):
     """On Colab the first code cell clones the repository named by REPOSITORY (the notebooks' helper
-    modules live there; notebook 6 needs none), installs the library with its [demo] extra and
+    modules live there), installs the library with its [demo] extra and
     restarts the runtime; after the restart it only moves into the clone's tutorials folder.
     Elsewhere it does nothing."""
     import os
@@ -334,19 +359,16 @@ def test_first_cell_installs_the_library_on_colab_then_restarts(name, first_run,
     exec(compile(colab_block(name, URL), name, "exec"), namespace)
     assert namespace["REPOSITORY"] == URL
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if name == LAB:
-        expected = [pip + [f"pyterrier-longdoc[demo] @ git+{URL}", "ir_datasets>=0.5.6"], ["kill", 9]]
-    else:
-        moved = ["cd", f"{CLONE}/tutorials"]
-        foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
-                  if name == "07_biencoder_zero_shot" else [])
-        expected = [["git", "clone", "-q", "--depth", "1", URL, CLONE], moved, *foldoc, pip + [f"{CLONE}[demo]"],
-                    ["kill", 9]]
-    assert calls == (expected if first_run else [] if name == LAB else [moved])
+    moved = ["cd", f"{CLONE}/tutorials"]
+    foldoc = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "dict-foldoc"]]
+              if name == "07_biencoder_zero_shot" else [])
+    expected = [["git", "clone", "-q", "--depth", "1", URL, CLONE], moved, *foldoc, pip + [f"{CLONE}[demo]"],
+                ["kill", 9]]
+    assert calls == (expected if first_run else [moved])
     assert ("the runtime restarts now" in capsys.readouterr().out) == first_run
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 def test_first_cell_on_colab_names_the_unset_repository(name, monkeypatch):
     """The project records no public URL: on Colab, a first cell whose REPOSITORY is still the
     placeholder stops with an error naming the variable, before cloning or installing anything;
@@ -402,7 +424,7 @@ def test_one_family_corrects_the_tests_and_the_controls_together():
 LOCAL_FOLDER = re.compile(r"(?<![\w.])/(?:tmp|work|root|home|Users|private|var/folders)/")
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 def test_saved_outputs_name_no_local_folder(name):
     leaks = [line for cell in code_cells(read(name)) for line in output_text(cell).splitlines()
              if LOCAL_FOLDER.search(line)]
@@ -438,7 +460,7 @@ def assert_one_full_run(cells):
     assert ran_to_the_end(cells)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 def test_notebook_states_its_run_time_and_links_its_solutions(name):
     notebook = read(name)
     nbformat.validate(notebook)
@@ -451,10 +473,9 @@ def test_notebook_states_its_run_time_and_links_its_solutions(name):
     assert exercises and len(solution_cells(name)) >= len(exercises)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", EXECUTED)
 def test_code_uses_names_the_library_has(name):
-    """Every ``from pyterrier_longdoc... import x`` in the notebook and its solutions resolves
-    (notebook 6 is not executed here, so this is its check against the API)."""
+    """Every ``from pyterrier_longdoc... import x`` in the notebook and its solutions resolves."""
     sources = [cell.source for cell in code_cells(read(name))] + solution_cells(name)
     for source in sources:
         for node in ast.walk(ast.parse(source)):
@@ -476,70 +497,6 @@ def output_text(cell) -> str:
 def tagged(cells, tag):
     [cell] = [cell for cell in cells if tag in cell.metadata.get("tags", [])]
     return cell
-
-
-def assert_lab_tables(cells):
-    """The lab's tables have the rows and columns its text reads."""
-    experiment = output_text(tagged(cells, "lab-experiment"))
-    for word in ["official top 100", "random order", "FirstP", "MaxP", "SumP", "KMaxAvgP", "nDCG@10", "RR@100",
-                 "R@100", "nDCG@10 p-value", "not tested"]:
-        assert word in experiment, word
-    # every test of the lab (the experiment's against FirstP, the controls' of its four models), one Holm family
-    family = output_text(tagged(cells, "lab-family"))
-    assert re.search(r"one family: \d+ tests \(\d+ of them the query controls'\)", family), family
-    for word in ["p-value (Holm)", "reject", "controls of KMaxAvgP", "SumP vs FirstP", "reads the query:"]:
-        assert word in family, word
-    intervals = output_text(tagged(cells, "lab-intervals"))
-    assert all(word in intervals for word in ["MaxP", "SumP", "KMaxAvgP", "95% low", "queries for 0.02"])
-    bias = output_text(tagged(cells, "lab-bias"))
-    assert all(word in bias for word in ["0-511", "512-1023", "1536+", "start_share", "length_share"])
-    published = output_text(tagged(cells, "lab-published"))
-    assert all(word in published for word in ["Boytsov et al., Table 5", "Dai & Callan 2019", "this run"])
-
-
-@pytest.fixture
-def lab_standins(tmp_path, monkeypatch):
-    """Notebook 6's stand-ins (tests/helpers/lab_standin.py), switched on for kernels started from here."""
-    from helpers import lab_standin
-
-    assert lab_standin.QUERIES == 6  # the notebook's text says six
-    folder = lab_standin.build(tmp_path / "standins")
-    monkeypatch.setenv("PYTERRIER_LONGDOC_LAB_STANDIN", str(folder))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "ir_datasets"))  # nothing is downloaded
-    monkeypatch.setenv("LONGDOC_WORK", str(tmp_path / "work"))  # the figure
-    return folder
-
-
-@pytest.mark.slow  # a notebook run: under a minute alone
-def test_real_data_lab_runs_on_stand_ins(lab_standins, tmp_path):
-    """Notebook 6 and its solutions run top to bottom on the stand-ins (the same cells as on TREC
-    DL 2019; only the data and the model differ), and its tables have the structure its text reads."""
-    cells = code_cells(notebook_runner.run_with_solutions(LAB, timeout=600))
-    assert ran_to_the_end(cells)
-    assert_saved_outputs_match(LAB, cells)
-    assert "STAND-INS" in output_text(cells[0])
-    assert_lab_tables(cells)
-
-
-def test_real_data_lab_reads_real_data_without_the_switch():
-    """Without the stand-in switch the lab reads TREC DL 2019 and the public cross-encoder; the
-    switch changes only the data source and the model path."""
-    setup = code_cells(read(LAB))[0].source
-    for name in ['"msmarco-document/trec-dl-2019"', '"msmarco-passage/trec-dl-2019/judged"',
-                 '"cross-encoder/ms-marco-MiniLM-L6-v2"', 'torch.cuda.is_available()']:
-        assert name in setup, name
-    later = "\n".join(cell.source for cell in code_cells(read(LAB))[1:])
-    assert "lab_standin" not in later.replace("lab_standin.QUERIES", "").replace("lab_standin.CANDIDATES", "")
-
-
-def test_real_data_lab_saved_outputs_are_the_labelled_stand_in_run():
-    """The committed outputs come from one stand-in run, top to bottom, and say so."""
-    notebook = read(LAB)
-    cells = code_cells(notebook)
-    assert_one_full_run(cells)
-    assert "STAND-INS (CI)" in output_text(cells[0]) and "CI's stand-in run" in notebook.cells[0].source
-    assert_lab_tables(cells)
 
 
 def all_output_text(name) -> str:
@@ -592,11 +549,27 @@ def test_positional_bias_notebook_pools_a_near_biased_benchmark_and_tests_far_re
     assert 'corrected["near", "MaxP - FirstP"] < 0.05' in sources
 
 
-def test_real_data_lab_corrects_every_test_as_one_family_and_asserts_the_controls():
-    """Notebook 6 corrects the experiment's tests against FirstP and every model's query controls
-    together (Holm), its verdicts read those corrected p-values, and on TREC DL it asserts them; it
-    tests no system at the ceiling (RR@100, near 1 on deep judgements, is shown, not tested)."""
-    sources = "\n".join(cell.source for cell in code_cells(read(LAB)))
-    assert 'correct_pvalues(family["p-value"].to_numpy(), "holm")' in sources and 'correction="holm"' not in sources
-    assert "assert all(verdicts.values())" in sources and "assert highest < 0.95" in sources
-    assert 'column.startswith("RR@100 ")' in sources
+@pytest.mark.parametrize("name", ["04_positional_bias", "08_parade_lab"])
+def test_notebook_teaches_explain_with_a_control(name):
+    """Where the model looked: ``explain`` on a window-based model, set against a control (notebook 4:
+    a window picked at random; notebook 8's exercise: the near documents, where "always the last
+    window" holds no answer)."""
+    sources = "\n".join(cell.source for cell in code_cells(read(name)))
+    assert ".explain(" in sources
+    if name == "04_positional_bias":
+        assert "a random window holds it" in all_output_text(name) and "best window holds the answer" in sources
+    else:
+        solution = solution_cells(name)[0]
+        assert ".explain(" in solution and 'shares.loc["near", "holds the answer"] > shares.loc["near", "is the last' \
+            in solution
+
+
+def test_parade_lab_states_no_trained_models_number():
+    """Another CPU's rounding moves what training gives: the lab's text states none of its numbers (three
+    decimals, as an RR or a p-value prints), and the cells that print them are tagged varies-by-cpu."""
+    notebook = read("08_parade_lab")
+    text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    assert not re.findall(r"\b\d\.\d{3}\b", text), re.findall(r"\b\d\.\d{3}\b", text)
+    trained = [cell for cell in code_cells(notebook) if notebook_outputs.VARIES_BY_CPU in cell.metadata.get("tags", [])]
+    assert any("train_long_document_ranker(" in cell.source for cell in trained)
+    assert any("pt.Experiment(" in cell.source for cell in trained)

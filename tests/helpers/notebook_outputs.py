@@ -6,7 +6,11 @@ it, after its last carriage return: a model's bar shows in a fresh run once a ca
 seconds, so a saved output without it still compares equal); the random part of temporary
 folders' names (``tempfile.mkdtemp``: ``longdoc-training-cf_mwzbu``); the numbers of a cell that
 measures time (its source calls ``perf_counter`` or names ``seconds`` or ``timings``: its text is
-compared, its numbers are not); figures (their text, ``<Figure size ...>``, is compared) and HTML
+compared, its numbers are not); the numbers of a cell tagged ``varies-by-cpu`` (what a trained model
+scores: another CPU's kernels round floats otherwise, and training carries the difference on, e.g. a
+validation RR of 0.896 on one CPU and 0.927 on another; its text is compared, with runs of spaces
+collapsed, since a table's columns widen with its numbers; the notebook asserts the conclusions that
+hold on any CPU); figures (their text, ``<Figure size ...>``, is compared) and HTML
 (the same tables as the plain text compared).
 
 Every other number is compared within ``ABSOLUTE + RELATIVE * max(|saved|, |fresh|)``: 0.005 and 1%,
@@ -22,13 +26,14 @@ RELATIVE = 0.01
 _PROGRESS_BAR = re.compile(r"\|.*\| *\d+/\d+ *\[|\d+(\.\d+)?(it/s|s/it)\]")
 _TEMPORARY = re.compile(r"\b(longdoc-[a-z-]*?-|tmp)[a-z0-9_]{8}\b")
 _MEASURES_TIME = re.compile(r"perf_counter|seconds|timings")
+VARIES_BY_CPU = "varies-by-cpu"  # a cell's tag: its numbers come from training, which another CPU's rounding moves
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?!\w|\.\d)")
 
 
 def comparable(cell) -> dict[str, tuple[str, list[float]]]:
     """A code cell's outputs by kind (``stdout``, ``stderr``, ``result``: displayed values' plain
     text): the text with its numbers replaced by ``#``, and the numbers (none for a cell that
-    measures time)."""
+    measures time or is tagged ``varies-by-cpu``)."""
     texts: dict[str, list[str]] = {}
     for output in cell.outputs:
         if output["output_type"] == "stream":
@@ -38,14 +43,17 @@ def comparable(cell) -> dict[str, tuple[str, list[float]]]:
         elif output["output_type"] == "error":
             texts.setdefault("error", []).append(f"{output['ename']}: {output['evalue']}")
     times = bool(_MEASURES_TIME.search(cell.source))
+    trained = VARIES_BY_CPU in cell.get("metadata", {}).get("tags", [])
     compared = {}
     for kind, parts in texts.items():
         # each line as a terminal shows it: what follows its last carriage return (a bar redrawn in
         # place), so that a bar between two lines of text leaves no line behind
         shown = (line.rstrip("\r").rsplit("\r", 1)[-1] for line in "".join(parts).split("\n"))
         lines = [_TEMPORARY.sub(r"\1<random>", line) for line in shown if not _PROGRESS_BAR.search(line)]
+        if trained:
+            lines = [re.sub(r"\s+", " ", line) for line in lines]
         text = "\n".join(line.rstrip() for line in lines).strip()
-        numbers = [] if times else [float(n) for n in _NUMBER.findall(text)]
+        numbers = [] if times or trained else [float(n) for n in _NUMBER.findall(text)]
         compared[kind] = (_NUMBER.sub("#", text), numbers)
     return compared
 

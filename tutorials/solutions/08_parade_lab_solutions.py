@@ -1,49 +1,30 @@
 # Solutions to the exercises of notebook 8 (08_parade_lab.ipynb).
 #
 # Run these cells at the end of the notebook: they use its variables (models, reports, MODELS, collection,
-# groups, qids, test_candidates, runs, random_rr, work, DTYPE, _stats, RR, pd).
+# groups, qids, test, test_candidates, runs, random_rr, work, DTYPE, _stats, RR, pd).
 
-# %% Exercise 1: PARADE-Attn's aggregation weights over far documents
+# %% Exercise 1: where PARADE-Attn looked
 import numpy as np
-import torch
 
-captured = []
-
-
-def keep_weights(module, inputs, output):
-    """The aggregator's weights, recomputed from its inputs as its forward computes them."""
-    features, mask = inputs[0], inputs[1]
-    logits = (features.float() @ module.query_vector.float()).masked_fill(~mask, float("-inf"))
-    captured.extend(torch.softmax(logits, dim=1).detach().cpu().numpy())
-
-
-parade = models["ParadeAttn"]
-far_relevant = groups["far"].qrels.query("label > 0")[["qid", "docno"]]
-rows = test_candidates.merge(far_relevant, on=["qid", "docno"])
-answers = collection.positions.set_index(["qid", "docno"])
-heaviest, holds_answer = [], []
-hook = parade.model.aggregator.register_forward_hook(keep_weights)
-try:
-    for i in range(len(rows)):  # one document per call: its weights are the last captured
-        row = rows.iloc[[i]]
-        parade(row)
-        spans = parade.chunk_spans(row["text"].iloc[0])  # token spans of the windows it reads
-        window = int(np.argmax(captured[-1][:len(spans)]))
-        heaviest.append(window)
-        start = answers.loc[(row["qid"].iloc[0], row["docno"].iloc[0]), "token_start"]
-        holds_answer.append(spans[window][0] <= start < spans[window][1])
-finally:
-    hook.remove()
-print(f"{len(rows)} far relevant documents among the candidates; heaviest window (0, 1, 2):",
-      np.bincount(heaviest, minlength=3))
-print(f"the heaviest window holds the answer in {np.mean(holds_answer):.0%} of them; "
-      f"mean largest weight {np.mean([w.max() for w in captured]):.2f} (equal weights: 0.33)")
-# Equal weights (the untrained aggregation starts near them: its query vector starts near zero) make
-# the heaviest window the answer's about one time in three. Compare the share printed here with that,
-# and the largest weight with 1/3: a share well above a third says PARADE-Attn learned where to look,
-# past the first window that FirstP reads; weights near 1/3 say it still ranks like PARADE-Avg and
-# its gains come from the windows' [CLS] vectors. A weight is not a relevance score (the head scores
-# the weighted sum), so read the share, not each weight.
+explained = models["ParadeAttn"].explain(test_candidates.drop(columns=["score", "rank"]))  # the same scores, and why
+explained = explained.merge(test.qrels[["qid", "docno", "label"]], how="left").fillna({"label": 0})
+relevant = explained[explained["label"] > 0].merge(collection.positions[["qid", "docno", "token_start", "token_end"]])
+relevant["group"] = np.where(relevant["qid"].isin(qids["far"]), "far", "near")
+relevant["holds the answer"] = (relevant["best_start"] <= relevant["token_start"]) & (
+    relevant["token_start"] < relevant["best_end"])
+relevant["is the last window"] = relevant["best_window"] == relevant["windows"].str.len() - 1
+shares = relevant.groupby("group")[["holds the answer", "is the last window"]].mean()
+print("relevant documents among the candidates, share whose most-weighted window ...:")
+print(shares.round(2).to_string())
+spread = explained.loc[explained["label"] == 0, "best_window"].value_counts(normalize=True).sort_index()
+print("non-relevant documents, share whose most-weighted window is window 0, 1, 2:", spread.round(2).to_dict())
+assert shares.loc["near", "holds the answer"] > shares.loc["near", "is the last window"]
+# Every far answer sits in the last window, so "always the last window" would hold it in every far
+# document: the far share alone cannot tell looking at the answer from looking at the end. The near
+# documents are the control: their answers sit in the first two windows, so a model that weighs the
+# window holding the answer there (and not the last one) follows the answer, not a position. The
+# non-relevant documents have no answer to follow: compare how their most-weighted windows spread.
+# A weight is not a relevance score (the head scores the weighted sum): read the shares, not each weight.
 
 # %% Exercise 2: the passage stage alone
 for name in MODELS:  # the start of each document stage: the passage stage in that model's form
