@@ -389,7 +389,8 @@ def write_results(folder: Path, report: str, rows: list, seconds: float, device:
 
 def skipped(key: str, what: str, reason: str) -> list:
     """A row that cannot run on this device, with the reason."""
-    return [key, f"{what}: skipped on {C.DEVICE} ({reason})", "skipped", "-", "-"]
+    device = C.FAKE_GPU if C.GPU_PLAN and C.DEVICE == "cpu" else C.DEVICE
+    return [key, f"{what}: skipped on {device} ({reason})", "skipped", "-", "-"]
 
 
 def crossencoder_setup(maxp, frame, directory: Path):

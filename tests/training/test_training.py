@@ -254,3 +254,33 @@ def test_the_loss_scale_and_clipping_resume_exactly(tiny_bert, tmp_path):
     assert full_history["loss_scale"].iloc[2] < full_history["loss_scale"].iloc[0]
     pd.testing.assert_frame_equal(history, full_history)
     assert all(torch.equal(weights(straight)[k], v) for k, v in weights(resumed).items())
+
+
+def test_fit_steps_with_the_fused_adamw_the_peers_use(tiny_bert):
+    """Fused AdamW on the CPU too (as transformers' Trainer and the CrossEncoderTrainer): one pass over
+    the parameters, not a dozen kernels per tensor; where torch has none, the foreach one."""
+    from pyterrier_longdoc.training.trainer import adamw
+
+    parameters = [torch.nn.Parameter(torch.zeros(3))]
+    assert adamw([{"params": parameters}], 0.0, torch.device("cpu")).defaults["fused"] is True
+
+
+def test_the_fused_adamw_trains_the_loops_model_within_float_noise(tiny_bert, monkeypatch):
+    """Changing AdamW's implementation leaves a trained model's scores where the per-tensor loop
+    puts them, up to float rounding: the recorded runs of the demo and the tutorials stand."""
+    import pyterrier_longdoc.training.trainer as trainer
+
+    topics, qrels, candidates = toy_task()
+    scores = {}
+    for kind in ("loop", "fused"):
+        if kind == "loop":
+            monkeypatch.setattr(trainer, "adamw", lambda groups, decay, device: torch.optim.AdamW(
+                groups, weight_decay=decay, foreach=False))
+        else:
+            monkeypatch.undo()
+        model = new_model(tiny_bert)
+        model.fit(topics, qrels, candidates, **FAST, seed=0)
+        scores[kind] = model(candidates)["score"].to_numpy()
+    spread = np.ptp(scores["loop"])
+    assert spread > 0.1  # it trained
+    assert np.abs(scores["fused"] - scores["loop"]).max() <= 1e-5 * max(1.0, spread)
