@@ -290,11 +290,11 @@ class Trainer(CheckpointedRun):
 def adamw(groups: list[dict], weight_decay: float, device: torch.device) -> torch.optim.AdamW:
     """AdamW with torch's fused kernel, as transformers' Trainer and sentence-transformers'
     CrossEncoderTrainer use by default, on the CPU too: one pass over all the parameters instead of
-    a dozen kernels per tensor, which cost a small FirstP step 7% of its CPU time
-    (``benchmarks/training.py``, row T1c). The fused kernel rounds otherwise than the per-tensor
-    loop: a trained model's scores differ from the loop's by float noise (``tests/training/
-    test_training.py``). Where torch has no fused kernel for the device, the foreach one, which
-    computes exactly the loop's numbers in fewer calls."""
+    a dozen kernels per tensor, the largest cost of a small step after the encoder
+    (``benchmarks/training.py``, row T1c: ``fit`` at the peers' batching). The fused kernel rounds
+    otherwise than the per-tensor loop: a trained model's scores differ from the loop's by float
+    noise (``tests/training/test_training.py``). Where torch has no fused kernel for the device,
+    the foreach one, which computes exactly the loop's numbers in fewer calls."""
     try:
         return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=True)
     except RuntimeError:  # no fused kernel for this device or dtype in this torch
