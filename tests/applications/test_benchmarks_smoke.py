@@ -161,3 +161,31 @@ def test_gpu_check_runs_its_three_models_against_fp32_and_the_references_on_the_
         assert float(row[7]) < 1e-2  # bf16 (emulated here) against fp32
     assert float(rows[1][10]) < 1e-2 and float(rows[3][10]) < 1e-2  # against CrossEncoder.predict, transformers
     assert list(tmp_path.iterdir()) == []  # --quick writes no results file
+
+
+def test_a_verdict_reads_the_median_and_is_undecided_where_the_rounds_straddle_a_wide_spread(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import _common as C
+
+    assert C.verdict([1.25, 1.30, 1.35], 1.2) is True and C.verdict([1.00, 1.10, 1.15], 1.2) is False
+    assert C.verdict([1.08, 1.16, 1.30], 1.2) == "undecided"  # issue 67's T1 rounds, in wall time
+    assert C.verdict([1.19, 1.21, 1.22], 1.2) is True  # on both sides, but 3% apart: the median decides
+    assert C.verdict([0.90, 1.00, 1.20], 1.05, at_least=False) == "undecided"
+    assert C.spread([1.08, 1.16, 1.30]) == "1.08, 1.16, 1.30 (spread 19%)"
+
+
+def test_with_one_thread_the_ratios_are_of_cpu_seconds_and_the_wall_is_kept_beside(monkeypatch):
+    """A side that waits (as a process does while others hold the cores) costs wall time, not CPU time."""
+    import time
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import _common as C
+
+    try:
+        C.use_device("cpu")
+        assert C.use_clock(1) == "cpu"
+        times = C.interleaved({"waits": lambda: time.sleep(0.05)}, 2)
+        assert max(times["waits"]) < 0.02 and min(times.wall["waits"]) >= 0.05
+        assert C.use_clock(2) == "wall"  # several threads: their CPU seconds add up, the wall runs once
+    finally:
+        C.reset()
