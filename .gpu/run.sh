@@ -96,7 +96,7 @@ step 100 "$python" benchmarks/training.py --device "$device" "${quick[@]}" "${st
   --queries-per-step 64 --threads 0 --results "$results"
 step 70 "$python" benchmarks/training.py --device "$device" "${quick[@]}" "${steps[@]}" --random-weights --rows T1,T3 \
   --queries-per-step 64 --threads 0 --dtype bf16 --results "$results"
-step 90 "$python" benchmarks/run.py --device "$device" "${quick[@]}" --random-weights --rows 1,8,12 \
+step 90 "$python" benchmarks/run.py --device "$device" "${quick[@]}" --random-weights --rows 1,9,8,12 \
   --batch-size 256 --threads 0 --results "$results"
 step 60 env LONGDOC_TESTS_ON_CUDA=1 "$python" -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py
 say "=== done in $((SECONDS - started)) s of the ${budget} s budget; exit status $status"
