@@ -145,22 +145,23 @@ def test_tutorial_warm_start_benchmark_measures_each_variant_it_is_given(tmp_pat
     assert "commit" in result.stdout and list(tmp_path.iterdir()) == []  # --quick writes no results file
 
 
-def test_gpu_check_runs_its_three_models_against_fp32_and_the_references_on_the_cpu(tmp_path):
+def test_gpu_check_runs_its_five_models_against_fp32_and_the_references_on_the_cpu(tmp_path):
     # its main in this process, as the other scripts' (tests/conftest.py hides the GPUs and keeps the hub offline)
     result = run_benchmark("gpu_check", "--device", "cpu", "--quick", "--results", tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     comparison, shares = result.stdout.split("Where the time goes")
     rows = table_rows(comparison)
-    assert [r[0] for r in rows[1:]] == ["MaxP (tiny BERT)", "PARADE-Attn", "LLMMaxP (random Llama)"]
+    models = ["MaxP (MiniLM-L6)", "MaxP (BERT-base)", "MaxP (ELECTRA-base)", "PARADE-Attn (MiniLM-L6)",
+              "LLMMaxP (Llama-small)"]  # the real architectures with random weights, shrunk by --quick
+    assert [r[0] for r in rows[1:]] == models
     # the second table: each model's time shares per dtype (tokenize wait, encoder, ...), each a percentage
     share_rows = table_rows(shares)[1:]
-    assert [(r[0], r[1]) for r in share_rows] == [(m, d) for m in ("MaxP (tiny BERT)", "PARADE-Attn",
-                                                                    "LLMMaxP (random Llama)") for d in ("bf16", "fp32")]
+    assert [(r[0], r[1]) for r in share_rows] == [(m, d) for m in models for d in ("bf16", "fp32")]
     assert all(cell.endswith("%") for r in share_rows for cell in r[2:])
     for row in rows[1:]:
-        assert float(row[7]) < 1e-2  # bf16 (emulated here) against fp32
-    assert float(rows[1][10]) < 1e-2 and float(rows[3][10]) < 1e-2  # against CrossEncoder.predict, transformers
-    assert list(tmp_path.iterdir()) == []  # --quick writes no results file
+        assert float(row[7]) < 1e-2 and row[8].endswith("%")  # bf16 (emulated here) against fp32: the fidelity
+    assert all(float(rows[k][11]) < 1e-2 for k in (1, 2, 3, 5))  # against CrossEncoder.predict, transformers
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".txt"]  # --results: written with --quick too
 
 
 def test_a_verdict_reads_the_median_and_is_undecided_where_the_rounds_straddle_a_wide_spread(monkeypatch):
