@@ -19,8 +19,8 @@ oneDNN's kernels (those that ship inside torch for torch.compile and bf16). Ever
 the encoder then runs as oneDNN's linear, a BERT-style feed-forward layer's first matrix and its
 exact GELU as one fused call. By default (``onednn_linears=None``) the kernel follows the CPU kind,
 as measured (``benchmarks/run.py``, MaxP against the CrossEncoder on each kernel, rows 1a and 1c):
-oneDNN on AMD CPUs with AVX-512 (Zen 5: 2.19x on oneDNN, 1.21x on MKL; Zen 4: see
-``benchmarks/results``), MKL on AMD CPUs with AVX2 alone (1.11x on oneDNN, 1.24x on MKL) and on
+oneDNN on AMD CPUs with AVX-512 (Zen 5: 2.19x on oneDNN, 1.21x on MKL; Zen 4: 1.37x, 1.22x in
+CPU seconds), MKL on AMD CPUs with AVX2 alone (1.11x on oneDNN, 1.24x on MKL) and on
 Intel's (MKL runs its AVX-512 code there: with AMX 1.27x on MKL against 1.22x on oneDNN, MKL
 ahead in 2 of 3 rounds; not measured in CPU seconds yet). A CPU whose vendor is unknown (no
 ``/proc/cpuinfo``) takes oneDNN where torch's CPU capability is AVX-512. For the encoders tested
