@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use, for type checkers and 
     from .data.documents import TextLoader
     from .evaluation import (mean_interval, multi_seed_experiment, per_query_values, queries_needed, grid_scan,
                              query_controls, reads_the_query)
+    from .fusion import FirstStageFusion, Fusion
     from .listwise import RankGPT
     from .models import (AvgP, BiEncoderFirstP, BiEncoderLongP, BiEncoderMaxP, CedrDrmm, CedrKnrm, CedrPacrr, FirstP,
                          KMaxAvgP, LLMFirstP, LLMKMaxAvgP, LLMLongP, LLMMaxP, LLMSumP, LongP, MaxP, NeuralModel1,
@@ -40,6 +41,8 @@ _HOMES = {
     "grid_scan": ".evaluation",
     "query_controls": ".evaluation",
     "reads_the_query": ".evaluation",
+    "FirstStageFusion": ".fusion",
+    "Fusion": ".fusion",
     "RankGPT": ".listwise",
     "AvgP": ".models",
     "BiEncoderFirstP": ".models",

@@ -19,7 +19,7 @@ from torch import nn
 from .engine.backbone import (aggregator_encoder, encoder_max_length, load_pretrained, load_tokenizer,
                               model_from_config, refuse_pickle, remote_code_files, resolve_checkpoint)
 from .engine.chunking import CHUNKING_SETTINGS, Chunking
-from .engine.config import ModelConfig
+from .engine.config import CONFIG_NAME, ModelConfig
 from .engine.model import LongDocModel
 from ._registry import model_class
 from ._warn import LongDocWarning, warn
@@ -66,11 +66,12 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
                 settings = cls.source_settings(str(path or source), settings)
             merged = {**cls.defaults, **_saved_settings(cls, saved), **settings}
         # before loading anything: a wrong name or value fails fast, naming the settings given
-        merged = cls.check_settings(merged, given=settings).to_dict()
+        merged = _checked_settings(cls, merged, settings, saved, path)
         start = _start(cls, source, path, saved, trust_remote_code)
         config, model = _assemble(cls, start, merged)
         if saved is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
+            config.fusion = saved.fusion  # chosen on validation for these weights
         elif not cls.aggregator.zero_shot:
             _warn_untrained(cls.__name__, str(start.base_model), model.aggregator, cls.aggregator.chunk_head,
                             start.trained_head)
@@ -83,6 +84,33 @@ def _saved_config(cls, source: str, path: Path | None) -> ModelConfig | None:
         raise ValueError(f"{source} holds a {saved.model!r} model, not {cls.name!r}: load it with "
                          f"{model_class(saved.model).__name__}.from_pretrained or LongDocReranker.from_pretrained")
     return saved
+
+
+def _checked_settings(cls, merged: dict, given: dict, saved: ModelConfig | None, path: Path | None) -> dict:
+    """``merged`` through ``cls.check_settings``; where a saved value is at fault (a hand-edited
+    ``window: "wide"``), the error names the saved folder's config.json and the setting."""
+    try:
+        return cls.check_settings(merged, given=given).to_dict()
+    except (TypeError, ValueError) as error:
+        stored = {k: v for k, v in _saved_settings(cls, saved).items() if k not in given}
+        if not stored or _settings_work(cls, {**cls.defaults, **stored}):
+            raise  # the settings given are at fault (alone, or with the saved ones), and the error names them
+
+        def without(name: str) -> dict:  # the saved value replaced by the class default, or left out
+            return {k: v for k, v in merged.items() if k != name} | (
+                {name: cls.defaults[name]} if name in cls.defaults else {})
+
+        at_fault = ", ".join(f"{k!r} = {stored[k]!r}" for k in stored if _settings_work(cls, without(k), given))
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+            f"{path / CONFIG_NAME}: its saved settings do not load{f' ({at_fault})' if at_fault else ''}: {error}") from None
+
+
+def _settings_work(cls, settings: dict, given: dict | None = None) -> bool:
+    try:
+        cls.check_settings(settings, given=given)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _saved_settings(cls, saved: ModelConfig | None) -> dict:
@@ -158,7 +186,8 @@ def resolved_chunking(settings, encoder, tokenizer, engine) -> Chunking:
 def _warn_untrained(model: str, source: str, aggregator: Aggregator, chunk_head: bool, trained_head: bool) -> None:
     """An UntrainedHeadWarning naming the parameters that the checkpoint does not hold, if any."""
     trained_head = chunk_head and trained_head
-    new = [name for name, _ in aggregator.named_parameters() if not (trained_head and name.startswith("head."))]
+    new = [name for name, _ in aggregator.named_parameters()
+           if not (trained_head and (name.startswith("head.") or name in aggregator.neutral_start))]
     if not new:
         return
     listed = ", ".join(new[:6]) + (f", ... ({len(new)} in all)" if len(new) > 6 else "")

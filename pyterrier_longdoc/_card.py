@@ -70,6 +70,11 @@ def model_card(reranker) -> str:
               "", 'model = LongDocReranker.from_pretrained("<this folder or hub id>")   # or pt.Artifact.load(...)',
               "pipeline = bm25 % 100 >> text_loader >> model   # any first stage, then the document text",
               'model.predict([("a query", "a long document ...")])   # logits, as CrossEncoder.predict', "```", ""]
+    if reranker.fusion is not None:
+        lines += ["## Fusion with the first stage", "", f"Validated fusion: {reranker.fusion.describe()}. "
+                  "`FirstStageFusion(model)` applies it to candidates that carry the first stage's `score`:", "",
+                  "```python", "from pyterrier_longdoc import FirstStageFusion",
+                  "pipeline = bm25 % 100 >> text_loader >> FirstStageFusion(model)", "```", ""]
     lines += _training(reranker, history, metrics) if trained else [
         "## Training Details", "", "Not trained by `fit` before it was saved: its weights are those of the start "
         "(see the base model above)."]

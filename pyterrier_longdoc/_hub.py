@@ -19,10 +19,12 @@ def save_pretrained(reranker, path: str | os.PathLike) -> None:
 
     Saving over a saved model is atomic: the new folder is written beside ``path`` and takes
     its place in one step, so an interrupted save leaves the old model, never a mix; other
-    entries of the old folder (a recipe's ``passage-stage``) are kept."""
+    entries of the old folder (a recipe's ``passage-stage``) are kept. The model's ``fusion`` with the
+    first stage, where one was chosen, is saved in ``config.json``."""
     from ._card import artifact_metadata, model_card
 
     reranker.settle_parameters()
+    reranker.config.fusion = reranker.fusion.to_dict() if reranker.fusion is not None else None
     with replaced_folder(Path(path)) as folder:  # a kill at any moment leaves the old model or the new one
         reranker.model.save_pretrained(folder, reranker.config)
         (folder / "README.md").write_text(model_card(reranker))

@@ -32,6 +32,7 @@ from .engine.config import ModelConfig
 from .engine.frames import column_texts, failed_setting_run, input_frame, row_label
 from ._hub import hub_repository
 from .engine.model import LongDocModel
+from .fusion import Fusion
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
 from ._registry import known_names, model_class, register, registered_models  # noqa: F401
@@ -87,6 +88,7 @@ def _fit(reranker: LongDocReranker, topics_or_res_tr: pd.DataFrame, qrels_tr: pd
     topics, candidates, options = _fit_arguments(topics_or_res_tr, candidates, topics_or_res_va, qrels_va,
                                                  valid_candidates, options)
     reranker.history = fit(reranker, topics, qrels_tr, candidates, **options)
+    reranker.fusion = None  # chosen for the weights before this fit
     reranker.training_data = {"topics": len(topics), "judgements": len(qrels_tr)}
     reranker.training_options = hyperparameters(options)
     return reranker.history
@@ -106,6 +108,7 @@ def _hold(reranker: LongDocReranker, runtime: Runtime, fit_options: dict, source
     reranker.history = None  # of the last fit (a DataFrame)
     reranker.training_data = reranker.training_options = None
     reranker.config, reranker.model = config, model
+    reranker.fusion = Fusion.from_dict(config.fusion, f"{path}: config.json's fusion") if config.fusion else None
     reranker._settings = type(reranker).Settings.from_dict(config.settings)
     reranker._pending_settings = {}
     model.runtime = runtime  # the engine options are the reranker's
@@ -152,7 +155,8 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     model: LongDocModel  # the engine: encoder, chunking and head
     config: ModelConfig  # what config.json holds
     fit_options: dict[str, Any]  # fit's defaults
-    history: pd.DataFrame | None  # of the last fit
+    history: pd.DataFrame | None  # of the last fit; fusion: with the first stage, chosen on validation (saved)
+    fusion: Fusion | None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -204,8 +208,7 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     @property
     def settings(self) -> dict[str, Any]:
-        """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them
-        with ``set_parameter``)."""
+        """Chunking and the model's own settings, as saved in ``config.json`` (a copy: change them with ``set_parameter``)."""
         return self._settings.to_dict()
 
     @property

@@ -4,7 +4,8 @@ Inputs: TREC topics (or ``qid<TAB>query`` lines), TREC qrels, and candidates fro
 (``--run``), a Pyserini Lucene index (``--lucene-index``, BM25) or a PISA index (``--pisa-index``,
 BM25); document text from ``--docs`` (``docno<TAB>text`` lines, JSON lines with ``docno``/``text``
 or Pyserini's ``id``/``contents``, or a folder of JSON-lines files) or from the Lucene index's
-stored documents. Written runs have 1-based ranks.
+stored documents. Written runs have 1-based ranks; qids and docnos holding whitespace are refused (a TREC
+line splits at any), so a written run reads back as it was.
 
 A malformed input stops the command with one line ``error: FILE:LINE: what is wrong`` and exit
 status 2; lines left out (run lines whose qid has no topic) are counted in a warning.
@@ -76,6 +77,11 @@ def read_topics(path: str) -> pd.DataFrame:
         topics = pd.DataFrame(rows, columns=["qid", "query"])
     if not len(topics):
         raise MalformedInputError(path, None, "no topics")
+    for (number, _), qid in zip(lines, topics["qid"]):
+        problem = id_problem(qid)
+        if problem:
+            raise MalformedInputError(path, number or _topic_line(path, qid), f"qid {qid!r} {problem}: TREC qrels "
+                                      "and runs separate their columns by whitespace, so none of their lines can name it")
     repeated = topics["qid"][topics["qid"].duplicated()]
     if len(repeated):
         number = lines[repeated.index[0]][0]
@@ -296,13 +302,68 @@ def candidates_for(args, topics_path: str, run_path: str | None) -> tuple[pd.Dat
 
 
 def write_run(results: pd.DataFrame, path: str, name: str) -> None:
-    """TREC run lines, ranks from 1 (as trec_eval and TREC submissions expect)."""
-    import pyterrier as pt
+    """TREC run lines, ``qid Q0 docno rank score name``, ranks from 1 (as trec_eval and TREC submissions
+    expect), that ``read_run``, trec_eval and ir_measures read back as they were: ids and ``name`` that
+    a run line cannot hold (see ``id_problem``) and scores that are not finite are refused, naming the
+    row, before the file is opened; ids are written as they are (``pt.io.write_results`` would quote
+    one holding ``"``)."""
+    import csv
+
+    import numpy as np
+    import pandas as pd
 
     if not Path(path).parent.is_dir():
         raise CliError(f"--output {path}: the folder {Path(path).parent} does not exist")
-    results = results.sort_values(["qid", "rank"], kind="stable")
-    pt.io.write_results(results.assign(rank=results["rank"] + 1), path, run_name=name)
+    check_run_name(name)
+    lines = pd.DataFrame({"qid": results["qid"].astype(str), "Q0": "Q0", "docno": results["docno"].astype(str),
+                          "rank": results["rank"] + 1, "score": results["score"], "name": name})
+    problem = run_id_problem(lines)
+    infinite = ~np.isfinite(lines["score"].to_numpy(dtype=float))
+    if problem is None and infinite.any():
+        problem = f"score {lines['score'].iloc[infinite.argmax()]} {_row(lines, int(infinite.argmax()))} is not finite"
+    if problem:
+        raise CliError(f"--output {path}: not written: {problem}")
+    lines = lines.sort_values(["qid", "rank"], kind="stable")
+    lines.to_csv(path, sep=" ", header=False, index=False, quoting=csv.QUOTE_NONE, encoding="utf-8")
+
+
+# what each whitespace character that TREC readers split a line at is called in an error
+_WHITESPACE = {"\t": "tab", "\n": "newline", "\r": "carriage return", " ": "space", "\u00a0": "no-break space"}
+RUN_COLUMNS = "a TREC run separates its columns by whitespace, so the line would not read back"
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be one column of a TREC run or qrels line, or None when it can: their
+    readers (trec_eval, ir_measures, ``read_run``) split a line at any whitespace, so an id holding
+    some reads as two columns or two lines, and an empty one as none."""
+    if not value:
+        return "is empty"
+    space = re.search(r"\s", value)
+    if space is None:
+        return None
+    character = space.group()
+    return f"holds a {_WHITESPACE.get(character, 'whitespace character')} (U+{ord(character):04X})"
+
+
+def run_id_problem(frame: pd.DataFrame) -> str | None:
+    """The first qid or docno of ``frame`` that a TREC run line cannot hold, with its row, or None."""
+    for column in ("qid", "docno"):
+        ids = frame[column].astype(str)
+        refused = (ids.str.contains(r"\s") | (ids == "")).to_numpy()
+        if refused.any():
+            row = int(refused.argmax())
+            return f"{column} {ids.iloc[row]!r} {_row(frame, row)} {id_problem(ids.iloc[row])}: {RUN_COLUMNS}"
+    return None
+
+
+def _row(frame: pd.DataFrame, row: int) -> str:
+    return f"of row {row} (qid {str(frame['qid'].iloc[row])!r}, docno {str(frame['docno'].iloc[row])!r})"
+
+
+def check_run_name(name: str) -> None:
+    problem = id_problem(name)
+    if problem:
+        raise CliError(f"--name {name!r} {problem}: {RUN_COLUMNS} (the name is each line's last column)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -556,6 +617,7 @@ def _rerank(args) -> int:
     from ._registry import MODELS, model_class
     from ._reranker import LongDocReranker
 
+    check_run_name(args.name)
     if args.backbone:
         cls, source = model_class(args.model), args.backbone
         check_model_source(source, "--backbone")
@@ -566,6 +628,9 @@ def _rerank(args) -> int:
                            f"starts from a trained cross-encoder: add --backbone DIR (a saved model is a directory)")
         check_model_source(source, "--model")
     _, candidates = candidates_for(args, args.topics, args.run)
+    problem = run_id_problem(candidates)  # before the model loads: the run could not be written
+    if problem:
+        raise CliError(f"{args.run or args.lucene_index or args.pisa_index}: {problem}")
     model = cls.from_pretrained(source, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
                                 verbose=True, **parse_settings(args.set))
     write_run(model(candidates), args.output, args.name)

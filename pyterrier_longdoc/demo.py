@@ -33,7 +33,9 @@ from scipy import stats
 
 from .engine.runtime import Runtime, native_bf16_cpu
 from .data.prose import prose_collection
-from .evaluation import correct_pvalues, mean_interval, per_query_values, query_controls, reads_the_query
+from .evaluation import (control_runs, correct_pvalues, mean_interval, per_query_values, query_controls,
+                         reads_the_query)
+from .fusion import fuse_runs
 from .models import FirstP, MaxP, ParadeAttn
 from .packaged import packaged_minilm
 
@@ -53,6 +55,7 @@ WINDOWS = dict(window=240, stride=240)  # three disjoint windows of the 720-toke
 MODELS = {"FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
 # what each model can read: FirstP's input ends before the far answers
 GROUPS_READ = {"FirstP": ("near",), "MaxP": ("near", "far"), "ParadeAttn": ("near", "far")}
+FUSED = " + BM25"  # a model fused with the first stage (its weight chosen on validation) is named "<model> + BM25"
 # The passage stage over four layers sits near a loss of 1.0 (the margin: no preference yet) for 60-80
 # steps before it learns: within the recipe's 100 steps it ended at 0.23 in one run and 0.70 in another
 # of seed 0 (the triples differing by one query's candidates), the latter ranking with the real query as
@@ -133,12 +136,12 @@ def run(output: str | Path = "demo-output", *, quick: bool = False, backbone: st
     for name, model in models.items():
         print(f"\nScoring the test queries with {name}, its controls and its zero-shot start", flush=True)
         read = {group: groups[group] for group in GROUPS_READ[name]}
-        runs[name], controls[name] = scored_with_controls(model, test_candidates, test.qrels, read)
+        runs[name], controls[name], runs[name + FUSED], controls[name + FUSED] = scored_with_controls(
+            model, test_candidates, test.qrels, read)
         if stages[name]["best_step"] == 0:  # fit kept its start: the same weights, the same run
             zero_shot[name] = runs[name]
             continue
         cls, settings = MODELS[name]
-        torch.manual_seed(seed)  # PARADE-Attn's new head, drawn as the recipe drew it
         start = cls(stages["passage stage"]["folder"], dtype=dtype, verbose=True, **settings)
         zero_shot[name] = start(test_candidates)
     tables, family, per_query = experiment_tables(runs, zero_shot, test, groups)
@@ -194,11 +197,11 @@ def train_models(backbone: str, train, passage, first_stage, directory: Path, qu
         model, report = train_long_document_ranker(
             cls, warm_start, train.topics[["qid", "query"]], train.qrels, first_stage, text=train.text,
             passages=triples if not models else False, output_dir=directory / name, passage_options=passage_options,
-            args=args, seed=seed, dtype=dtype, model_options={**settings, "verbose": True})
+            args=args, seed=seed, dtype=dtype, model_options={**settings, "verbose": True}, fusion=True)
         if not models:
             warm_start = str(directory / name / "passage-stage")
             stages["passage stage"] = {**report["passage stage"], "folder": warm_start}
-        stages[name] = report["document stage"]
+        stages[name] = {**report["document stage"], "fusion": model.fusion.weight}
         models[name] = model
     return stages, models
 
@@ -206,10 +209,18 @@ def train_models(backbone: str, train, passage, first_stage, directory: Path, qu
 def scored_with_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, groups: dict):
     """``model``'s run on ``candidates`` and its query controls (``evaluation.query_controls``) in
     ``groups``, the groups where it can read the answer (FirstP's far candidates are not scored
-    again: no query can help a model that never reads the answer), the real query's run scored once."""
+    again: no query can help a model that never reads the answer), the real query's run scored once;
+    then the same for the model fused with the first stage (``candidates``' score) at the weight chosen
+    on validation: its run, and its controls from the model's control runs fused alike (no scoring)."""
     real = model(candidates)
     read = candidates[candidates["qid"].isin({qid for qids in groups.values() for qid in qids})]
-    return real, query_controls(model, read, qrels, groups=groups, run=real)
+    runs = control_runs(model, read, run=real)
+
+    def fused(run: pd.DataFrame) -> pd.DataFrame:
+        return fuse_runs(candidates, run, model.fusion.weight, model.fusion.normalisation)
+
+    fused_controls = query_controls(None, read, qrels, groups=groups, runs={k: fused(v) for k, v in runs.items()})
+    return real, query_controls(model, read, qrels, groups=groups, runs=runs), fused(real), fused_controls
 
 
 def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[dict, pd.DataFrame, dict]:
@@ -235,10 +246,10 @@ def experiment_tables(runs: dict, zero_shot: dict, test, groups: dict) -> tuple[
         table["zero-shot RR"] = [round(float(start[n]), 3) if n in start else None for n in table["name"]]
         tables[group] = table
         for name in table["name"]:
-            if name != "FirstP":
+            if name != "FirstP" and not name.endswith(FUSED):
                 family.append((group, name, "against FirstP", float(table.set_index("name").loc[name, "RR p-value"])))
-        for name in zero_shot:  # BM25 against every trained model, whichever way it goes
-            p = float(stats.ttest_rel(per_query[group]["BM25"], per_query[group][name]).pvalue)
+        for name in [n for n in zero_shot] + [n + FUSED for n in zero_shot]:  # BM25 against every trained model
+            p = float(stats.ttest_rel(per_query[group]["BM25"], per_query[group][name]).pvalue)  # and its fusion
             family.append((group, name, "against BM25", p))
         for name in (n for n in zero_shot if group in GROUPS_READ[n]):
             trained, before = per_query[group][name], starts[name].reindex(per_query[group].index)
@@ -278,6 +289,7 @@ def conclusions(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFra
         return reads_the_query(table[table["group"].isin(GROUPS_READ[name])])
 
     trained = [name for name in MODELS if name in controls]
+    fused = [name + FUSED for name in ("ParadeAttn", "MaxP") if name + FUSED in controls]
     return {
         "every trained model reads the query where it can read the answer: with another query's text or a constant "
         "query it ranks at most 0.1 above a random order, and below the real query (paired t-test, Holm, p < 0.05)":
@@ -292,6 +304,10 @@ def conclusions(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFra
                 for n in trained for g in GROUPS_READ[n]),
         f"no ceiling: every model compared is below RR {CEILING} in both groups, so the tests have room":
             all(value(g, n) < CEILING for g in ("near", "far") for n in trained),
+        "fused with BM25 (the weight chosen on validation), ParadeAttn and MaxP are not below BM25 in either group "
+        "(paired t-test, Holm)":
+            len(fused) == 2 and all(not (value(g, n) < value(g, "BM25") and corrected(g, n, "against BM25") < ALPHA)
+                                    for n in fused for g in ("near", "far")),
     }
 
 
@@ -332,6 +348,8 @@ def print_report(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFr
         print(table.to_string(index=False))
     print("\nEvery test the demo draws, Holm-corrected as one family (with the controls' tests below):")
     print(tests.round(4).to_string(index=False))
+    print("\nAgainst BM25 (paired t-test, Holm over the demo's family): each model alone and fused with BM25")
+    print(against_bm25(tables, tests).to_string(index=False))
     for name, table in controls.items():
         print(f"\nQuery controls, {name}: the same candidates with another query's text and with a constant query "
               "(paired t-tests of the real query against each, Holm over the demo's tests)")
@@ -339,6 +357,20 @@ def print_report(tables: dict, random_rr: dict, controls: dict, tests: pd.DataFr
     print(f"\nConclusions ({dtype}):")
     for finding, holds in findings.items():
         print(f"- {'yes' if holds else 'NO '}  {finding}")
+
+
+def against_bm25(tables: dict, tests: pd.DataFrame) -> pd.DataFrame:
+    """Each trained model and its fusion against BM25, per group: both RRs, the Holm-corrected p-value and
+    the verdict (``above``, ``below`` or ``level``: no significant difference)."""
+    rows = []
+    for _, test in tests[(tests["test"] == "against BM25") & tests["group"].isin(list(tables))].iterrows():
+        table = tables[test["group"]].set_index("name")
+        if not {test["name"], "BM25"} <= set(table.index):
+            continue
+        rr, bm25, p = float(table.loc[test["name"], "RR"]), float(table.loc["BM25", "RR"]), test["p-value (Holm)"]
+        verdict = "level" if not p < ALPHA else "above" if rr > bm25 else "below"
+        rows.append((test["group"], test["name"], rr, bm25, round(float(p), 4), verdict))
+    return pd.DataFrame(rows, columns=["group", "name", "RR", "BM25 RR", "p-value (Holm)", "against BM25"])
 
 
 def save_test_candidates(candidates: pd.DataFrame, test, groups: dict, output: Path) -> None:
@@ -364,6 +396,7 @@ def results_record(tables, random_rr, controls, tests, findings, stages, dtype, 
                    for name, report in stages.items()},
         "tables": {group: records(table) for group, table in tables.items()},
         "tests": records(tests), "controls": {name: records(table) for name, table in controls.items()},
+        "against_bm25": records(against_bm25(tables, tests)),
     }
 
 

@@ -375,7 +375,7 @@ CONTROLS = ("real query", "another query's text", "constant query", "random orde
 def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, groups: Mapping[str, Any] | None = None,
                    measure=None, constant_query: str = CONSTANT_QUERY, shuffles: int = 100, seed: int = 0,
                    correction: str = "holm", listwise: bool | None = None,
-                   run: pd.DataFrame | None = None) -> pd.DataFrame:
+                   run: pd.DataFrame | None = None, runs: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """Does ``model`` read the query? Scores the same ``candidates`` (the frame ``model`` re-ranks:
     ``qid, query, docno`` and what else it needs, e.g. ``text``) three times: with each query's own
     text, with the next query's text (queries in order of appearance, the last taking the first's),
@@ -400,18 +400,25 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
             it is scored already (the pipeline's output that ``pt.Experiment`` evaluated): the real
             query's row reads it instead of scoring the candidates again. It must score every
             (qid, docno) pair of ``candidates``; its other rows are ignored.
+        runs: every ranking's run, as :func:`control_runs` gives them (or runs made from them, such as
+            their fusion with the first stage): nothing is scored, and ``model`` is not called.
 
     Returns:
         One row per group and ranking (``CONTROLS``): ``group, ranking, queries``, the measure's mean,
         ``difference`` (ranking minus the real query), ``p-value`` (paired t-test of the real query
         against the ranking, per query) and ``p-value corrected``. Empty ``candidates`` give an empty
         frame with these columns.
+
+    A query without qrels is left out, with a warning naming it (``pt.Experiment`` leaves it out of its
+    means too); a group's qids that are no query of the candidates are left out with a warning. A group
+    that would give no p-value, so no verdict, is a ValueError naming it before anything is scored: one
+    of no query or of one, or one whose every query scores alike in any order (a single candidate, or
+    no relevant document among them; such queries elsewhere count as they score, 0 with RR).
     """
     from scipy import stats
     from pyterrier.measures import RR
 
     measure = RR if measure is None else measure
-    listwise = bool(getattr(model, "listwise", False)) if listwise is None else listwise
     name = str(measure)
     columns = ["group", "ranking", "queries", name, "difference", "p-value", "p-value corrected"]
     _check_columns(candidates, ("qid", "query", "docno"), "candidates")
@@ -420,26 +427,22 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
         return pd.DataFrame(columns=columns)
     candidates = candidates.assign(qid=candidates["qid"].astype(str))
     qrels = qrels.assign(qid=qrels["qid"].astype(str))
+    if candidates["qid"].nunique() < 2:
+        raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
+    given_qids = set(candidates["qid"])
+    candidates = _judged_queries(candidates, qrels)
     _warn_normal_form_twins(candidates, qrels)
     topics = candidates[["qid", "query"]].drop_duplicates("qid")
-    if len(topics) < 2:
-        raise ValueError("query_controls needs candidates of at least two queries (one lends its text to another)")
-    following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
-    queries = {"real query": candidates["query"], "another query's text": candidates["qid"].map(following),
-               "constant query": constant_query}
     qids = pd.Index(topics["qid"])
-
-    def scored(ranking, query) -> pd.DataFrame:
-        if ranking == "real query" and run is not None:
-            return _run_of_candidates(run, candidates)
-        return _scored_once(model, candidates.assign(query=query), ranking != "real query" and not listwise)
-
-    values = pd.DataFrame({ranking: _values_per_query(scored(ranking, query), qrels, measure).reindex(qids, fill_value=0.0)
-                           for ranking, query in queries.items()})
+    members = _group_members(groups or {"all": qids}, qids, given_qids, _unscorable_queries(candidates, qrels))
+    if runs is None:
+        runs = control_runs(model, candidates, constant_query=constant_query, listwise=listwise, run=run)
+    values = pd.DataFrame({ranking: _values_per_query(_run_of_candidates(runs[ranking], candidates), qrels, measure)
+                           .reindex(qids, fill_value=0.0) for ranking in CONTROLS[:3]})
     values["random order"] = _random_order_values(candidates, qids, qrels, measure, shuffles, seed)
     rows = []
-    for group, members in (groups or {"all": qids}).items():
-        chosen = values.loc[values.index.isin({str(q) for q in members})]
+    for group, chosen_qids in members.items():
+        chosen = values.loc[values.index.isin(chosen_qids)]
         real = chosen["real query"].to_numpy()
         for ranking in CONTROLS:
             other = chosen[ranking].to_numpy()
@@ -450,6 +453,86 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     table["p-value corrected"] = np.nan
     table.loc[tested, "p-value corrected"] = correct_pvalues(table.loc[tested, "p-value"], correction)[1]
     return table
+
+
+def control_runs(model, candidates: pd.DataFrame, *, constant_query: str = CONSTANT_QUERY,
+                 listwise: bool | None = None, run: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """``model``'s runs (``qid, docno, score``) of ``candidates`` with each query's own text (``run`` where it is
+    scored already), with the next query's text, and with ``constant_query``: what :func:`query_controls`
+    evaluates (its ``runs``), for a caller that also derives runs from them (fusion with the first stage)."""
+    listwise = bool(getattr(model, "listwise", False)) if listwise is None else listwise
+    candidates = candidates.assign(qid=candidates["qid"].astype(str))
+    topics = candidates[["qid", "query"]].drop_duplicates("qid")
+    following = dict(zip(topics["qid"], np.roll(topics["query"].to_numpy(), -1)))
+    queries = {"another query's text": candidates["qid"].map(following), "constant query": constant_query}
+    real = _run_of_candidates(run, candidates) if run is not None else model(candidates)
+    return {"real query": real, **{ranking: _scored_once(model, candidates.assign(query=query), not listwise)
+                                   for ranking, query in queries.items()}}
+
+
+def _judged_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
+    """The candidates of the queries that have qrels: one without is no query of the evaluation (as in
+    ``pt.Experiment``, whose means leave it out), not a query whose every ranking scores 0."""
+    from ._warn import warn
+
+    judged = candidates["qid"].isin(set(qrels["qid"]))
+    if not judged.any():
+        raise ValueError(f"query_controls: no query of the candidates has qrels (candidates' qids e.g. "
+                         f"{list(candidates['qid'].unique()[:3])}, qrels' {list(qrels['qid'].unique()[:3])})")
+    if not judged.all():
+        unjudged = list(candidates.loc[~judged, "qid"].unique())
+        warn(f"query_controls: {len(unjudged)} of {candidates['qid'].nunique()} queries have no qrels and are left "
+             f"out, as pt.Experiment leaves them out of its means: {_some(unjudged)}")
+    return candidates[judged]
+
+
+def _group_members(groups: Mapping[str, Any], qids: pd.Index, candidate_qids: set[str],
+                   unscorable: dict[str, str]) -> dict[str, set[str]]:
+    """Each group's qids among ``qids`` (the queries evaluated), checked before anything is scored: a
+    group of no query, of one, or of ``unscorable`` queries only gives no p-value, so no verdict: a
+    ValueError says which and why. Qids not among ``candidate_qids`` are named in a warning (those of
+    the candidates left out for lacking qrels were named already)."""
+    from ._warn import warn
+
+    members = {}
+    for group, given in groups.items():
+        given = list(dict.fromkeys(str(q) for q in given))
+        wanted = set(given)
+        chosen = [q for q in qids if q in wanted]
+        foreign = [q for q in given if q not in candidate_qids]
+        if not chosen:
+            raise ValueError(f"query_controls: group {group!r} names no query of the candidates that has qrels: "
+                             f"{_some(given)}")
+        if foreign:
+            warn(f"query_controls: group {group!r}: {len(foreign)} of its {len(given)} qids "
+                 f"{'is not a query' if len(foreign) == 1 else 'are not queries'} of the candidates, left out: "
+                 f"{_some(foreign)}")
+        if len(chosen) < 2:
+            raise ValueError(f"query_controls: group {group!r} has 1 query ({chosen}): a paired test needs 2")
+        if all(q in unscorable for q in chosen):
+            reasons = "; ".join(f"{_some([q for q in chosen if unscorable[q] == why])}: {why}"
+                                for why in dict.fromkeys(unscorable[q] for q in chosen))
+            raise ValueError(f"query_controls: group {group!r} has no verdict to give: in none of its {len(chosen)} "
+                             f"queries can one order of the candidates score better than another ({reasons})")
+        members[group] = set(chosen)
+    return members
+
+
+def _unscorable_queries(candidates: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, str]:
+    """The queries whose every order of candidates scores alike (one candidate, or no relevant document
+    among them), with why."""
+    relevant = qrels[pd.to_numeric(qrels["label"], errors="coerce") > 0]
+    pairs = pd.MultiIndex.from_arrays([relevant["qid"], relevant["docno"].astype(str)])
+    found = pd.MultiIndex.from_arrays([candidates["qid"], candidates["docno"].astype(str)]).isin(pairs)
+    per_query = candidates.assign(found=found).groupby("qid", sort=False).agg(
+        docnos=("docno", "nunique"), found=("found", "any"))
+    one = per_query.index[per_query["docnos"] < 2]
+    unfound = per_query.index[~per_query["found"]]
+    return {**{q: "no relevant document among its candidates" for q in unfound}, **{q: "one candidate" for q in one}}
+
+
+def _some(qids: list, shown: int = 5) -> str:
+    return f"{qids[:shown]}" + (f" and {len(qids) - shown} more" if len(qids) > shown else "")
 
 
 def _run_of_candidates(run: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
@@ -500,19 +583,22 @@ def reads_the_query(controls: pd.DataFrame, *, tolerance: float = 0.1, alpha: fl
 
 def _random_order_values(candidates, qids: pd.Index, qrels, measure, shuffles: int, seed: int) -> pd.Series:
     """Each query's mean ``measure`` over ``shuffles`` random orders of its candidates, evaluated
-    at once: shuffle k's run and qrels under query ids ``qid<TAB>k``."""
+    at once: shuffle k of the i-th query under the query id ``i * shuffles + k``, a number (no qid's
+    own characters can blur where one key ends)."""
     if shuffles < 1:
         raise ValueError(f"shuffles must be positive, got {shuffles}")
     rng = np.random.default_rng(seed)
+    position = pd.Series(np.arange(len(qids)), index=qids)
 
     def per_shuffle(frame: pd.DataFrame) -> pd.DataFrame:
         copies = pd.concat([frame] * shuffles, ignore_index=True)
-        suffix = np.repeat(np.arange(shuffles), len(frame)).astype(str)
-        return copies.assign(qid=copies["qid"].to_numpy().astype(str) + "\t" + suffix)
+        shuffle = np.repeat(np.arange(shuffles), len(frame))
+        return copies.assign(qid=(copies["qid"].map(position).to_numpy() * shuffles + shuffle).astype(str))
 
     run = per_shuffle(candidates[["qid", "docno"]]).assign(score=lambda f: rng.random(len(f)))
     values = _values_per_query(run, per_shuffle(qrels[qrels["qid"].isin(set(qids))]), measure)
-    return values.groupby(values.index.str.split("\t").str[0]).sum().reindex(qids, fill_value=0.0) / shuffles
+    sums = values.groupby(values.index.astype(int) // shuffles).sum().reindex(range(len(qids)), fill_value=0.0)
+    return pd.Series(sums.to_numpy() / shuffles, index=qids)
 
 
 def _warn_normal_form_twins(candidates: pd.DataFrame, qrels: pd.DataFrame) -> None:

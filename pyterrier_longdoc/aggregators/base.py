@@ -45,6 +45,9 @@ class Aggregator(nn.Module):
     #: what ``window_weights`` gives per window, as the explanation's column (``"window_scores"``), or
     #: None where the aggregation mixes the windows so that no window has a weight of its own
     window_weights_column: ClassVar[str | None] = None
+    #: new parameters that start where the aggregation is neutral, not at random (PARADE-Attn's attention
+    #: vector at zero: equal weights), so that over a trained cross-encoder the model ranks before any training
+    neutral_start: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__()

@@ -38,9 +38,11 @@ class PooledAggregator(Aggregator):
 class AttentionAggregator(Aggregator):
     """PARADE-Attn: ``w = softmax_i(C . cls_i)``, score ``head(sum_i w_i cls_i)``.
 
-    C starts near zero, so an untrained PARADE-Attn weighs the windows nearly equally: started
-    from a trained cross-encoder it first ranks like PARADE-Avg, then learns where to look.
-    A start along the head's gradient at the origin (attend where the cross-encoder scores
+    C starts at zero, so an untrained PARADE-Attn weighs the windows equally: started from a
+    trained cross-encoder it ranks exactly as PARADE-Avg (the head on the mean [CLS]), then learns
+    where to look. A document stage that never improves on validation keeps that start, which
+    already ranks, instead of a vector drawn at random (C is trainable from zero: its gradient is
+    the head's gradient on the windows' spread around their mean). A start along the head's gradient at the origin (attend where the cross-encoder scores
     highest) was measured and not kept: zero-shot it ranks like MaxP and on FOLDOC FarRelevant
     it trained better, but on the demo's collection, whose hard negatives fool the warm start's
     windows, it trained worse at every scale of C tried (far RR 0.47-0.54 against 0.84).
@@ -48,10 +50,11 @@ class AttentionAggregator(Aggregator):
 
     chunk_head = True
     window_weights_column = "window_attention"
+    neutral_start = ("query_vector",)
 
     def __init__(self, hidden_size: int, head: nn.Module | None = None):
         super().__init__(hidden_size, head)
-        self.query_vector = nn.Parameter(torch.empty(hidden_size).normal_(std=0.02))
+        self.query_vector = nn.Parameter(torch.zeros(hidden_size))
 
     def window_weights(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The attention ``w_i`` over the windows' [CLS] vectors (0 on padding windows)."""

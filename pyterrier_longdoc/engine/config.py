@@ -35,7 +35,8 @@ class ModelConfig:
     transformers defines them; kept from a trained cross-encoder), ``"linear"`` for a linear
     layer on the last layer's [CLS] (version 0.1's models); None for the other models.
     base_model: where the encoder came from. weights_sha256: the checksum of
-    ``model.safetensors``, verified on load.
+    ``model.safetensors``, verified on load. fusion: the fusion with the first stage chosen on
+    validation (``pyterrier_longdoc.fusion.Fusion.to_dict()``), or None.
     """
 
     model: str
@@ -44,6 +45,7 @@ class ModelConfig:
     head_type: str | None = "sequence_classification"
     base_model: str | None = None
     weights_sha256: str | None = None
+    fusion: dict[str, Any] | None = None
     version: str = __version__
 
     def __post_init__(self):

@@ -57,7 +57,8 @@ HARD_NEGATIVES = ("sampled", "hardest")
 def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics: pd.DataFrame, qrels: pd.DataFrame,
                                candidates, *, passages=None, text=None, output_dir: str | os.PathLike = "ranker",
                                passage_options: dict | None = None, args: TrainingArguments | None = None,
-                               model_options: dict | None = None, seed: int = 42, dtype: str | None = None):
+                               model_options: dict | None = None, seed: int = 42, dtype: str | None = None,
+                               fusion: bool | None = None):
     """Train ``model_class`` (e.g. ``MaxP``) from ``backbone`` on documents; returns ``(model, report)``.
     The trained model is saved in ``output_dir`` (the passage stage in ``output_dir/passage-stage``),
     so ``from_pretrained(output_dir)`` and ``pt.Artifact.load(output_dir)`` load it.
@@ -74,13 +75,19 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
             ``RECIPE_PASSAGE_STAGE``, checked before anything is built; the document stage's
             ``TrainingArguments`` (default ``RECIPE_DOCUMENT_STAGE``).
         model_options: the model's settings and runtime options (``window``, ``dtype``, ...).
+        fusion: choose the model's fusion with the first stage (``pyterrier_longdoc.fusion``) on the
+            validation queries, saved with the model (``model.fusion``; ``FirstStageFusion(model)`` applies
+            it): True requires it (the candidates' ``score`` is the first stage's), None chooses it where
+            the validation candidates carry a ``score`` (the report says why not elsewhere), False skips it.
     The recipe's document stage trains without attention dropout where the library knows how to
     switch it off (BERT-style and Llama-style encoders; another encoder keeps its own, and the
     report says which: ``attention_dropout``).
     The report: per stage its wall and CPU seconds, and the passage stage's number of triples,
     first and last logged loss and whether a complete stage was reused (``reused``); the document
     stage's validation metric at the start, at its best and at the end, what random orders of the
-    validation candidates score (``random``, ``random_p95``) and whether the best model was restored.
+    validation candidates score (``random``, ``random_p95``), whether the best model was restored and
+    what training changed (``trained``: the modules, or none where the start was kept); the fusion
+    chosen (``fusion``: ``Fusion.to_dict()``, or why there is none).
     """
     from .passage import train_passage_ranker
 
@@ -119,10 +126,55 @@ def train_long_document_ranker(model_class, backbone: str | os.PathLike, topics:
     if recipe_args and not attention_dropout_sites(model.model):
         args = args.replace(attention_dropout=None)  # an encoder the library cannot switch keeps its own
     history = model.fit(topics, qrels, candidates, args=args, text=text)
+    selection = history.attrs.get("selection", {})
     report["document stage"] = {"seconds": time.time() - started, "cpu_seconds": time.process_time() - cpu,
                                 "steps": int(history["step"].max()), "attention_dropout": args.attention_dropout,
-                                **history.attrs.get("selection", {})}
+                                **selection, "trained": _trained_parts(model, selection)}
+    if fusion is not False:
+        report["fusion"] = _chosen_fusion(model, topics, qrels, candidates, text, args, required=fusion is True)
     return _saved(model, model_class, output_dir, options), report
+
+
+def _trained_parts(model, selection: dict) -> str:
+    """What the document stage changed: the modules with trainable parameters, or none where the best
+    model on validation was the start."""
+    if selection.get("best_step") == 0:
+        return "none: no evaluation on validation improved on the start, which was kept"
+    trainable = {name.split(".")[0] for name, p in model.model.named_parameters() if p.requires_grad}
+    return ", ".join(sorted(trainable))
+
+
+def _chosen_fusion(model, topics, qrels, candidates, text, args: TrainingArguments, required: bool):
+    """The model's fusion with the first stage, chosen on the validation queries that ``fit`` held out
+    (``valid_fraction``) and set on the model; where there is none, a sentence saying why (an error
+    where ``required``)."""
+    from ..fusion import FirstStageFusion
+    from .sampling import split_validation
+
+    def missing(reason: str) -> str:
+        if required:
+            raise ValueError(f"train_long_document_ranker(fusion=True): {reason}")
+        return f"not chosen: {reason}"
+
+    if not args.valid_fraction:
+        return missing("no validation queries (valid_fraction is 0) to choose the fusion weight on")
+    context = Named("train_long_document_ranker")
+    valid = split_validation(checked_topics(topics, "topics", context), checked_qrels(qrels, "qrels"),
+                             args.valid_fraction, args.seed)[1]
+    frame = as_frame(candidates, valid)
+    frame = frame[frame["qid"].astype(str).isin(set(valid["qid"].astype(str)))]
+    if "score" not in frame.columns:
+        return missing("the candidates carry no 'score' column, the first stage's score that fusion combines")
+    field = model.text_field
+    if field not in frame.columns:
+        lookup = text_lookup(frame, field, text)
+        frame = frame.assign(**{field: lookup(frame["docno"].astype(str).tolist())})
+    if "query" not in frame.columns:
+        frame = frame.merge(valid[["qid", "query"]], on="qid")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cropping report belongs to users' own runs
+        model.fusion = FirstStageFusion(model, weight=1.0, metric=args.valid_metric).fit(frame, qrels).fusion
+    return model.fusion.to_dict()
 
 
 def _saved(model, model_class, output_dir: Path, options: dict):

@@ -9,7 +9,8 @@ import pytest
 
 import pyterrier_longdoc
 import pyterrier_longdoc as pl
-from pyterrier_longdoc.cli import build_parser, main, parse_settings, read_documents, read_qrels, read_run, read_topics
+from pyterrier_longdoc.cli import (CliError, build_parser, main, parse_settings, read_documents, read_qrels, read_run,
+                                   read_topics, write_run)
 
 from helpers.cross_encoders import write_cross_encoder
 
@@ -398,3 +399,103 @@ def test_an_unclosed_top_names_the_file_and_its_line(content, line, problem, tmp
     with pytest.raises(MalformedInputError) as error:
         read_topics(str(topics))
     assert str(error.value) == f"{topics}:{line}: {problem}"
+
+
+# --- ids a TREC run cannot hold: refused, naming the row; what is written always reads back ---
+
+SEPARATORS = {"tab": "\t", "newline": "\n", "carriage return": "\r", "space": " ", "no-break space": "\u00a0"}
+
+
+@pytest.fixture(scope="module")
+def cross_encoder(tmp_path_factory):
+    return str(write_cross_encoder(tmp_path_factory.mktemp("cross-encoder")))
+
+
+def scored(qids, docnos):
+    return pd.DataFrame({"qid": qids, "docno": docnos, "score": [3.0, 2.0, 1.0][:len(qids)],
+                         "rank": list(range(len(qids)))})
+
+
+@pytest.mark.parametrize("column", ["qid", "docno"])
+@pytest.mark.parametrize("name", SEPARATORS)
+def test_the_run_writer_refuses_ids_holding_whitespace(column, name, tmp_path):
+    ids = {"qid": ["q1", "q1", "q1"], "docno": ["d1", "d2", "d3"]}
+    ids[column][1] += f"{SEPARATORS[name]}x"
+    out = tmp_path / "out.run"
+    row = rf"row 1 \(qid {re.escape(repr(ids['qid'][1]))}, docno {re.escape(repr(ids['docno'][1]))}\)"
+    with pytest.raises(CliError, match=rf"--output {re.escape(str(out))}: not written: {column} "
+                                       rf"{re.escape(repr(ids[column][1]))} of {row} holds a {name} "
+                                       rf"\(U\+{ord(SEPARATORS[name]):04X}\): a TREC run separates its columns"):
+        write_run(scored(ids["qid"], ids["docno"]), str(out), "run")
+    assert not out.exists()
+
+
+def test_a_written_run_reads_back_with_read_run_and_ir_measures(tmp_path):
+    """Ids with quotes, commas, hashes and accents, and float32 scores: the file's lines are the
+    frame's rows, read back alike by read_run and ir_measures (pandas' CSV writer would quote a ``"``)."""
+    import ir_measures
+    import numpy as np
+
+    frame = scored(['q"1', "q#2", "q,3"], ['d"1', "caf\u00e9", "d'3"]).astype({"score": np.float32})
+    frame.loc[0, "score"] = 0.1234567
+    out = tmp_path / "out.run"
+    write_run(frame, str(out), "my-run")
+    back = read_run(str(out))
+    assert back[["qid", "docno"]].values.tolist() == frame[["qid", "docno"]].values.tolist()
+    assert back["score"].tolist() == pytest.approx(frame["score"].tolist()) and back["rank"].tolist() == [1, 2, 3]
+    measured = [(d.query_id, d.doc_id, d.score) for d in ir_measures.read_trec_run(str(out))]
+    assert measured == list(zip(back["qid"], back["docno"], back["score"]))
+    with pytest.raises(CliError, match=r"--name 'my run' holds a space \(U\+0020\)"):
+        write_run(frame, str(out), "my run")
+    with pytest.raises(CliError, match=r"not written: score nan of row 2 \(qid 'q,3', docno \"d'3\"\) is not finite"):
+        write_run(frame.assign(score=[1.0, 2.0, float("nan")]), str(out), "run")
+
+
+@pytest.mark.parametrize("character", [" ", "\u00a0"], ids=["space", "no-break space"])
+def test_topics_with_a_qid_holding_whitespace_are_refused_by_line(character, trec_files, cross_encoder, tmp_path,
+                                                                  capsys):
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(f"q1\twhat cat\nq{character}2\twhat dog\n")
+    argv = ["rerank", "--model", "maxp", "--backbone", cross_encoder, *TINY, "--topics", str(topics), "--run",
+            trec_files["run"], "--docs", trec_files["docs"], "--output", str(tmp_path / "out.run")]
+    assert cli_error(argv, capsys).startswith(f"error: {topics}:2: qid {f'q{character}2'!r} holds a ")
+    argv[argv.index("--topics") + 1] = trec_files["topics"]
+    name = f"my{character}run"
+    assert cli_error([*argv, "--name", name], capsys).startswith(f"error: --name {name!r} holds a ")
+    assert not (tmp_path / "out.run").exists()
+
+
+@pytest.mark.parametrize("name", SEPARATORS)
+def test_rerank_refuses_candidates_whose_docnos_hold_whitespace_before_scoring(name, trec_files, cross_encoder, tmp_path,
+                                                                             monkeypatch, capsys):
+    """An index's docnos are the index's (a Lucene or PISA index may hold any): one that a run line
+    cannot hold stops the command before the model loads, naming the index and the row."""
+    from pyterrier_longdoc import cli
+
+    character, first_stage = SEPARATORS[name], cli.first_stage
+
+    def index_with_odd_docnos(args, topics, run_path, topics_path):
+        candidates = first_stage(args, topics, run_path, topics_path)
+        return candidates.assign(docno=candidates["docno"].where(candidates.index != 4, f"q2{character}d1"))
+
+    monkeypatch.setattr(cli, "first_stage", index_with_odd_docnos)
+    docs = tmp_path / "docs.jsonl"  # the documents file can hold such a docno (JSON lines)
+    docs.write_text("".join(json.dumps({"docno": d, "text": "castle"}) + "\n" for d in
+                            ["q1-d0", "q1-d1", "q1-d2", "q2-d0", f"q2{character}d1", "q2-d2"]))
+    argv = ["rerank", "--model", "maxp", "--backbone", cross_encoder, *TINY, *common({**trec_files, "docs": str(docs)}),
+            "--output", str(tmp_path / "out.run")]
+    shown = re.escape(repr(f"q2{character}d1"))
+    assert re.match(rf"error: {re.escape(trec_files['run'])}: docno {shown} of row 4 \(qid 'q2', docno {shown}\) "
+                    rf"holds a {name} .*: a TREC run separates its columns by whitespace", cli_error(argv, capsys))
+    assert not (tmp_path / "out.run").exists()
+
+
+def test_a_saved_model_with_a_setting_that_does_not_load_names_its_config(trec_files, cross_encoder, tmp_path, capsys):
+    saved = tmp_path / "maxp"
+    pl.MaxP(cross_encoder, window=12, stride=6, max_length=48, max_query_tokens=8).save_pretrained(saved)
+    config = json.loads((saved / "config.json").read_text())
+    config["pyterrier_longdoc"]["settings"]["window"] = "wide"
+    (saved / "config.json").write_text(json.dumps(config))
+    argv = ["rerank", "--model", str(saved), *common(trec_files), "--output", str(tmp_path / "out.run")]
+    assert cli_error(argv, capsys) == (f"error: {saved / 'config.json'}: its saved settings do not load ('window' = "
+                                       "'wide'): MaxPSettings: window must be a positive integer or None, got 'wide'")

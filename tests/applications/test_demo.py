@@ -91,15 +91,19 @@ def family(p: dict) -> pd.DataFrame:
     start = "against its zero-shot start"
     rows += [(g, n, start, p.get((g, n, start), 0.5), p.get((g, n, start), 0.5))
              for g in ("near", "far") for n in ("FirstP", "MaxP", "ParadeAttn")]
+    rows += [(g, n, "against BM25", p.get((g, n, "against BM25"), 0.5), p.get((g, n, "against BM25"), 0.5))
+             for g in ("near", "far") for n in ("MaxP + BM25", "ParadeAttn + BM25")]
     return pd.DataFrame(rows, columns=["group", "name", "test", "p-value", "p-value (Holm)"])
 
 
-GOOD_TABLES = {"near": table({"BM25": 0.9, "FirstP": 0.8, "MaxP": 0.82, "ParadeAttn": 0.81}),
-               "far": table({"BM25": 0.85, "FirstP": 0.35, "MaxP": 0.8, "ParadeAttn": 0.78})}
+FUSED = {"MaxP + BM25": 0.93, "ParadeAttn + BM25": 0.94}
+GOOD_TABLES = {"near": table({"BM25": 0.9, "FirstP": 0.8, "MaxP": 0.82, "ParadeAttn": 0.81, **FUSED}),
+               "far": table({"BM25": 0.85, "FirstP": 0.35, "MaxP": 0.8, "ParadeAttn": 0.78, **FUSED})}
 RANDOM_RR = {"near": 0.29, "far": 0.29}
 GOOD_P = {("far", "MaxP"): 1e-6, ("far", "ParadeAttn"): 1e-5}
 READING = {"FirstP": controls(0.8, 0.3, 0.32), "MaxP": controls(0.8, 0.31, 0.28),
-           "ParadeAttn": controls(0.78, 0.3, 0.3)}
+           "ParadeAttn": controls(0.78, 0.3, 0.3), "MaxP + BM25": controls(0.93, 0.85, 0.86),
+           "ParadeAttn + BM25": controls(0.94, 0.85, 0.85)}
 
 
 def failed(tables=GOOD_TABLES, reading=READING, p=GOOD_P) -> list[str]:
@@ -126,9 +130,15 @@ def test_conclusions_hold_and_fail_as_stated():
     firstp_far = {**GOOD_TABLES, "far": table({"BM25": 0.85, "FirstP": 0.3, "MaxP": 0.8, "ParadeAttn": 0.78},
                                               {"FirstP": 0.4, "MaxP": 0.75, "ParadeAttn": 0.7})}
     assert failed(firstp_far, p={**GOOD_P, ("far", "FirstP", "against its zero-shot start"): 0.01}) == []
-    ceiling = {**GOOD_TABLES, "near": table({"BM25": 0.97, "FirstP": 0.8, "MaxP": 0.95, "ParadeAttn": 0.81})}
+    ceiling = {**GOOD_TABLES, "near": table({"BM25": 0.97, "FirstP": 0.8, "MaxP": 0.95, "ParadeAttn": 0.81, **FUSED})}
     assert failed(ceiling) == [
         "no ceiling: every model compared is below RR 0.95 in both groups, so the tests have room"]
+    fusion = ("fused with BM25 (the weight chosen on validation), ParadeAttn and MaxP are not below BM25 in either "
+              "group (paired t-test, Holm)")
+    assert failed(ceiling, p={**GOOD_P, ("near", "MaxP + BM25", "against BM25"): 0.01}) == [failed(ceiling)[0], fusion]
+    assert failed(p={**GOOD_P, ("far", "ParadeAttn + BM25", "against BM25"): 0.01}) == []  # above BM25: no fault
+    unfused = {group: table[~table["name"].str.endswith(" + BM25")] for group, table in GOOD_TABLES.items()}
+    assert failed(unfused, reading={n: t for n, t in READING.items() if "+" not in n}) == [fusion]
 
 
 def test_results_json_keeps_small_p_values(tmp_path):

@@ -150,6 +150,27 @@ def test_corrupt_config_gives_a_clear_error(saved):
         pl.LongDocReranker.from_pretrained(saved)
 
 
+def test_a_bad_saved_setting_names_the_file_and_the_setting(saved):
+    import re
+
+    config = json.loads((saved / "config.json").read_text())
+    config["pyterrier_longdoc"]["settings"]["window"] = "wide"
+    (saved / "config.json").write_text(json.dumps(config))
+    where = re.escape(str(saved / "config.json"))
+    with pytest.raises(ValueError, match=rf"^{where}: its saved settings do not load \('window' = 'wide'\): "
+                                         r"MaxPSettings: window must be a positive integer or None, got 'wide'$"):
+        pl.LongDocReranker.from_pretrained(saved)
+    assert pl.MaxP.from_pretrained(saved, window=20).settings["window"] == 20  # an override replaces it
+    config["pyterrier_longdoc"]["settings"].update(window=12, windows=3)
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(TypeError, match=rf"^{where}: its saved settings do not load \('windows' = 3\): MaxP got unknown"):
+        pl.MaxP.from_pretrained(saved)
+    del config["pyterrier_longdoc"]["settings"]["windows"]
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="^MaxPSettings: window must"):  # a value given by hand: the user's own
+        pl.MaxP.from_pretrained(saved, window="wide")
+
+
 def test_pickle_weights_are_refused(saved):
     (saved / "model.safetensors").rename(saved / "pytorch_model.bin")
     with pytest.raises(ValueError, match="pickle"):

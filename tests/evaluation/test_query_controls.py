@@ -1,6 +1,7 @@
 """query_controls: a ranker that reads the query passes, one that ranks by an answer's shape fails;
 the controls' values, paired tests and the random order against hand-computed ones."""
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -140,13 +141,12 @@ def test_a_relevant_docno_in_another_unicode_normal_form_is_named():
     with pytest.warns(pl.LongDocWarning, match=r"(?s)60 relevant document\(s\).*'q0'.*normal form.*"
                                                r"'d0-0-cafe\\u0301' \(in the qrels\) vs 'd0-0-caf\\xe9' "
                                                r"\(in the candidates\).*NFC"):
-        table = query_controls(Overlap(), frame, qrels)
-    assert (table["RR"] == 0.0).all()  # ids are compared as given, never normalised
+        # ids are compared as given, never normalised: no query has a relevant candidate
+        with pytest.raises(ValueError, match="no relevant document among its candidates"):
+            query_controls(Overlap(), frame, qrels)
 
 
 def test_matching_docnos_give_no_normal_form_warning():
-    import warnings
-
     frame, qrels = candidates()
     qrels = pd.concat([qrels, pd.DataFrame({"qid": ["q0"], "docno": ["never-retrieved"], "label": [1]})])
     with warnings.catch_warnings():
@@ -216,3 +216,62 @@ def test_a_run_given_is_the_real_querys_ranking_and_is_not_scored_again():
         query_controls(model, frame, qrels, run=run[run["qid"] != "q0"])
     with pytest.raises(ValueError, match=r"run lacks column\(s\) \['score'\]"):
         query_controls(model, frame, qrels, run=run.drop(columns="score"))
+
+
+# --- input that gives no verdict, or a wrong one: said, never counted silently ---
+
+def test_queries_without_qrels_are_left_out_with_a_warning_as_pt_experiment_does():
+    """A query with no qrels is no query of the evaluation (pt.Experiment leaves it out of its means):
+    counting it as RR 0 drags the real query's RR below pt.Experiment's on the same run."""
+    frame, qrels = candidates()
+    unjudged = {"q3", "q7"}
+    qrels = qrels[~qrels["qid"].isin(unjudged)]
+    run = Overlap()(frame)
+    with pytest.warns(pl.LongDocWarning, match=r"2 of 60 queries have no qrels.*left out.*\['q3', 'q7'\]"):
+        table = query_controls(Shape(), frame, qrels, run=run)
+    experiment = pt.Experiment([run], frame[["qid", "query"]].drop_duplicates(), qrels, [RR])
+    real = table.set_index("ranking").loc["real query"]
+    assert real["RR"] == pytest.approx(experiment["RR"].iloc[0]) and real["queries"] == N - 2
+    with warnings.catch_warnings(record=True) as caught:  # a group naming them: no second warning
+        warnings.simplefilter("always")
+        query_controls(Overlap(), frame, qrels, groups={"some": ["q1", "q2", "q3"]})
+    assert len([w for w in caught if issubclass(w.category, pl.LongDocWarning)]) == 1
+    with pytest.warns(pl.LongDocWarning, match="2 of 60 queries have no qrels"), pytest.raises(
+            ValueError, match=r"group 'unjudged' names no query of the candidates that has qrels: \['q3', 'q7'\]"):
+        query_controls(Overlap(), frame, qrels, groups={"judged": ["q1", "q2"], "unjudged": ["q3", "q7"]})
+    with pytest.raises(ValueError, match="no query of the candidates has qrels"):
+        query_controls(Overlap(), frame, qrels.assign(qid="elsewhere"))
+
+
+def test_qids_holding_a_tab_keep_their_random_order():
+    frame, qrels = candidates()
+    tabbed = query_controls(Overlap(), frame.assign(qid="a\t" + frame["qid"]), qrels.assign(qid="a\t" + qrels["qid"]))
+    plain = query_controls(Overlap(), frame, qrels)
+    pd.testing.assert_frame_equal(tabbed, plain)
+    assert tabbed.set_index("ranking").loc["random order", "RR"] == pytest.approx(25 / 48, abs=0.03)
+
+
+def test_queries_that_no_order_can_tell_apart_are_named_instead_of_nan():
+    frame, qrels = candidates()
+    first = frame.groupby("qid").head(1)  # one candidate per query: every order is the same order
+    with pytest.raises(ValueError, match=r"group 'all' has no verdict.*'q0', 'q1'.*: one candidate"):
+        query_controls(Overlap(), first, qrels)
+    with pytest.raises(ValueError, match=r"group 'all' has no verdict.*no relevant document among its candidates"):
+        query_controls(Overlap(), frame, qrels.assign(label=0))
+    # where one group has no such query, that group is named; one query is no paired test either
+    halves = {"reads": [f"q{i}" for i in range(N // 2)], "cannot": [f"q{i}" for i in range(N // 2, N)]}
+    half_relevant = qrels.assign(label=qrels["label"].where(qrels["qid"].isin(halves["reads"]), 0))
+    with pytest.raises(ValueError, match=r"group 'cannot' has no verdict.*'q30'.*no relevant document"):
+        query_controls(Overlap(), frame, half_relevant, groups=halves)
+    with pytest.raises(ValueError, match=r"group 'one' has 1 query \(\['q0'\]\): a paired test needs 2"):
+        query_controls(Overlap(), frame, qrels, groups={"one": ["q0"]})
+
+
+def test_a_group_naming_qids_that_are_not_candidates_is_named():
+    frame, qrels = candidates()
+    with pytest.raises(ValueError, match=r"group 'far' names no query of the candidates that has qrels: \['x1', 'x2'\]"):
+        query_controls(Overlap(), frame, qrels, groups={"near": ["q0", "q1"], "far": ["x1", "x2"]})
+    with pytest.warns(pl.LongDocWarning, match=r"group 'near': 1 of its 3 qids is not a query of the candidates, "
+                                               r"left out: \['x1'\]"):
+        table = query_controls(Overlap(), frame, qrels, groups={"near": ["q0", "q1", "x1"]})
+    assert set(table["queries"]) == {2}

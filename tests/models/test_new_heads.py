@@ -18,14 +18,18 @@ def cross_encoder(tmp_path_factory):
     return str(write_cross_encoder(tmp_path_factory.mktemp("ce"), "bert"))
 
 
-def test_parade_attn_over_a_cross_encoder_names_its_new_attention_vector(cross_encoder):
-    with pytest.warns(pl.UntrainedHeadWarning, match=r"ParadeAttn over .*head is kept, but its new parameters "
-                                                     r"\(query_vector\) are drawn at random.*seed="):
-        pl.ParadeAttn(cross_encoder)
+def test_parade_attn_over_a_cross_encoder_starts_as_parade_avg_with_nothing_random(cross_encoder):
+    """Its attention vector starts at zero (equal weights), so before any training it ranks exactly as PARADE-Avg:
+    a document stage that keeps its start keeps a ranker, not a vector drawn at random."""
     with warnings.catch_warnings():
-        warnings.simplefilter("error", pl.UntrainedHeadWarning)  # nothing new: nothing to say
-        for cls in (pl.MaxP, pl.ParadeAvg, pl.AvgP):
+        warnings.simplefilter("error", pl.UntrainedHeadWarning)  # nothing random: nothing to say
+        for cls in (pl.MaxP, pl.ParadeAvg, pl.AvgP, pl.ParadeAttn):
             cls(cross_encoder)
+        attn = pl.ParadeAttn(cross_encoder, window=12, stride=6, seed=1)
+        avg = pl.ParadeAvg(cross_encoder, window=12, stride=6)
+    assert not attn.model.aggregator.query_vector.detach().any()
+    np.testing.assert_allclose(attn.score_texts(["castle river"] * 3, DOCS), avg.score_texts(["castle river"] * 3, DOCS),
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("cls, names", [(pl.CedrKnrm, r"mus, sigmas, combine.weight, combine.bias"),
@@ -44,7 +48,7 @@ def test_construction_is_reproducible_under_a_seed(cross_encoder):
     def scores(**seed):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pl.UntrainedHeadWarning)
-            model = pl.ParadeAttn(cross_encoder, window=12, stride=6, **seed)
+            model = pl.ParadeTransformer(cross_encoder, window=12, stride=6, **seed)
         return model.score_texts(["castle river"] * 3, DOCS)
 
     torch.manual_seed(123)
@@ -58,4 +62,4 @@ def test_construction_is_reproducible_under_a_seed(cross_encoder):
     torch.manual_seed(5)
     np.testing.assert_array_equal(scores(), global_seed)  # torch's own seed is honoured too
     with pytest.raises(TypeError, match="seed must be an integer"):
-        pl.ParadeAttn(cross_encoder, seed="7")
+        pl.ParadeTransformer(cross_encoder, seed="7")

@@ -221,6 +221,7 @@ def test_firstp_crops_by_definition_so_it_warns_only_when_asked(cross_encoder):
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
+@pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.TrainingBelowStartWarning")  # its 2 steps may
 def test_the_model_card_states_each_setting_once_and_truly(tiny_bert, tmp_path):
     from pyterrier_longdoc._card import model_card
 

@@ -10,6 +10,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pyterrier_longdoc"
 # lower floors never import higher ones; every module of the package has a floor
 FLOORS = {
     "_version": 0, "packaged": 0, "_warn": 0,
+    # the fusion with the first stage (pandas and PyTerrier only): the reranker saves it, the recipe chooses it
+    "fusion": 0,
     # the heads (nn.Modules over per-chunk features): below the engine, which builds on them
     "aggregators": 0,
     # the engine (engine/): its light __init__ (kernel caches, the runtime's vocabulary), then its modules

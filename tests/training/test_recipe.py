@@ -84,10 +84,25 @@ def test_the_recipe_runs_both_stages_and_never_ends_below_its_start(tiny_bert, t
     assert document["best"] >= document["start"] and document["restored"] and document["steps"] == 4
     assert 0 < document["random"] <= document["random_p95"] <= 1  # what random orders of its candidates score
     assert document["seconds"] > 0 and passage["cpu_seconds"] > 0
+    assert document["trained"] == "aggregator, encoder" or document["trained"].startswith("none: ")
+    # the fusion with the first stage (the candidates' score), chosen on the 2 validation queries and saved
+    assert report["fusion"] == model.fusion.to_dict() and model.fusion.queries == 2
+    assert model.fusion.values["1.0"] == pytest.approx(document["best"])  # the model alone: fit's best
+    assert pl.MaxP.from_pretrained(tmp_path).fusion == model.fusion
     skipped, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, candidates,
                                                  output_dir=tmp_path / "again", args=args, passages=False,
                                                  model_options=TOY_SETTINGS, dtype="fp32")
     assert "passage stage" not in report and not (tmp_path / "again" / "passage-stage").exists()
+    unscored = candidates.drop(columns="score")
+    _, report = train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, unscored,
+                                           output_dir=tmp_path / "unscored", args=args, passages=False,
+                                           model_options=TOY_SETTINGS, dtype="fp32")
+    assert report["fusion"] == ("not chosen: the candidates carry no 'score' column, the first stage's score that "
+                                "fusion combines")
+    with pytest.raises(ValueError, match=r"fusion=True\): the candidates carry no 'score' column"):
+        train_long_document_ranker(pl.FirstP, str(tmp_path / "passage-stage"), topics, qrels, unscored,
+                                   output_dir=tmp_path / "unscored", args=args, passages=False,
+                                   model_options=TOY_SETTINGS, dtype="fp32", fusion=True)
 
 
 @pytest.mark.filterwarnings("ignore::pyterrier_longdoc.training.selection.ChanceLevelWarning")  # a toy fit of a few steps
