@@ -57,8 +57,8 @@ import _common as C  # noqa: E402
 from pyterrier_longdoc.engine.fast_paths import KERNEL_CACHE_SIZE, KERNEL_CACHES  # noqa: E402
 
 GPU_DOCUMENTS = 8  # times the CPU's documents per query on a GPU
-ROW_GROUPS = {"1": "rows 1-3, 5 and 6", "9": "row 9 (with group 1)", "4": "row 4", "12": "rows 12 and 13", "8": "row 8", "10": "row 10",
-              "11": "row 11", "7": "row 7"}
+ROW_GROUPS = {"1": "rows 1-3, 5 and 6", "9": "row 9 (with group 1)", "4": "row 4", "12": "rows 12 and 13",
+              "8": "row 8", "10": "row 10", "11": "row 11", "7": "row 7"}
 FLOP_FORMULA = ("FLOPs of a BERT forward = layers x [2*L*(4*H^2 + 2*H*I) + 4*L^2*H] per sequence of length L "
                 "(projections + FFN + attention matmuls; embeddings, LayerNorm, softmax, pooler left out), "
                 "over the padded batch shapes")
@@ -319,7 +319,7 @@ def main(argv=None) -> int:
     if gpu and "10" in wanted:
         results.append(skipped("10", ".parallel(2, backend='ray')", "the local Ray cluster's workers are CPU "
                                                                     "processes"))
-    elif not args.quick and "10" in wanted:  # starting Ray takes a minute: tests/engine/test_parallel.py checks the scores instead
+    elif not args.quick and "10" in wanted:  # Ray starts in a minute: tests/engine/test_parallel.py checks the scores
         results += ray_rows(path, frame_a, bs, reps, details)
 
     # --- row 11: LongDoc's peak memory over documents of a million characters -------------------
