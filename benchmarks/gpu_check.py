@@ -1,5 +1,5 @@
-"""The GPU check (issue 42): MaxP, PARADE-Attn and an LLM ranker in bf16 on one GPU, offline, in
-under 10 minutes.
+"""The GPU check (issues 42, 67): MaxP over three encoder architectures, PARADE-Attn and an LLM
+ranker in bf16 on one GPU, offline, in about two minutes.
 
 For each model: documents per second with ``dtype="bf16"`` (weights held in bf16) and with
 ``"fp32"``, the peak GPU memory of each, and how bf16 agrees with fp32 (the largest score
@@ -7,12 +7,16 @@ difference and the mean Kendall tau of each query's ranking); and against its ow
 on the same windows: ``CrossEncoder.predict`` for MaxP (the CrossEncoder saved from our MaxP by
 ``save_cross_encoder``, each document's best window) and transformers'
 ``AutoModelForSequenceClassification`` forward for LLMMaxP (the same id sequences). PARADE-Attn has
-no outside implementation to run. Nothing is downloaded: MaxP and PARADE-Attn start from the
-packaged all-MiniLM-L6-v2 (new heads drawn from seed 0: speed and agreement need no trained head),
-LLMMaxP from a random Llama (benchmarks/zoo_speed.py's; ``--llm PATH`` for a local checkpoint).
+no outside implementation to run. Nothing is downloaded or carried: every model is its real
+architecture with random weights, built from its config (``architectures.py``: MiniLM-L6,
+BERT-base and ELECTRA-base under MaxP, MiniLM-L6 under PARADE-Attn, a small Llama under LLMMaxP;
+``--llm PATH`` for a local checkpoint): speed, and how far bf16 moves the scores from fp32 (the
+fidelity columns: the largest difference, also as a share of the fp32 scores' range, and the
+Kendall tau of each query's ranking), depend on the architecture, not on trained weights.
 
     python benchmarks/gpu_check.py                       # cuda; writes benchmarks/results/gpu-check-<date>.txt/.json
     python benchmarks/gpu_check.py --device cpu --quick  # the smoke test: tiny models and sizes, no results file
+    python benchmarks/gpu_check.py --device cpu-as-cuda --quick --results DIR   # the GPU script's test
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _common as C  # noqa: E402
-from zoo_speed import _max_per_doc, _windows, classifier_run, write_small_llama  # noqa: E402
+from zoo_speed import _max_per_doc, _windows, classifier_run  # noqa: E402
 
 
 def peak_memory(run):
@@ -98,6 +102,7 @@ def check(name: str, build, frame, reference, reps: int) -> dict:
                                   "plan + batches": (stages.plan + stages.batches) / stages.wall,
                                   "aggregator": stages.aggregate / stages.wall, "other": stages.other / stages.wall}
     row["bf16_vs_fp32_max_diff"] = float(np.abs(row["bf16_scores"] - row["fp32_scores"]).max())
+    row["bf16_vs_fp32_relative"] = row["bf16_vs_fp32_max_diff"] / max(float(np.ptp(row["fp32_scores"])), 1e-12)
     row["bf16_vs_fp32_tau"] = kendall_tau(frame, row["bf16_scores"], row["fp32_scores"])
     if reference is not None:
         run = reference(half)
@@ -110,46 +115,37 @@ def check(name: str, build, frame, reference, reps: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu")
+    parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N, cpu, or cpu-as-cuda")
     parser.add_argument("--quick", action="store_true", help="tiny models and sizes (the smoke test); no results file")
     parser.add_argument("--llm", help="a local causal-LM sequence-classifier folder (default: a random Llama)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
+    parser.add_argument("--results", help="where gpu-check-<date>.txt and .json go (default benchmarks/results; with "
+                                          "--quick, nowhere unless given)")
     args = parser.parse_args(argv)
     try:
         C.use_device(args.device)
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
-    started, threads = time.time(), C.set_threads(1 if args.device == "cpu" else 0)
+    started, threads = time.time(), C.set_threads(1 if C.DEVICE == "cpu" else 0)
     C.silence_loading()
+    C.use_random_weights()
     warnings.simplefilter("ignore")  # the CPU smoke test's emulated bf16, the new heads' warnings
-    import pyterrier_longdoc as pl
-
     tmp = Path(tempfile.mkdtemp())
-    encoder = C.write_tiny_bert(tmp / "tiny-bert") if args.quick else C.minilm_path()
-    words = C.single_token_words(_tokenizer(encoder))
+    words = C.single_token_words(_tokenizer(C.tokenizer_path()))
     frame = C.make_corpus(words, n_queries=2 if args.quick else 32, docs_per_query=2 if args.quick else 16,
                           min_tokens=50 if args.quick else 200, max_tokens=150 if args.quick else 2000)
     reps = 1 if args.quick else args.reps
-    runtime = {"device": args.device, "batch_size": args.batch_size, "seed": 0}
-    llm = args.llm or write_small_llama(tmp / "llama", **({"hidden": 64, "layers": 2} if args.quick else {}))
-    rows = [
-        check("MaxP (MiniLM)" if not args.quick else "MaxP (tiny BERT)",
-              lambda dtype: pl.MaxP(encoder, dtype=dtype, **runtime), frame,
-              lambda model: reference_maxp(model, frame, tmp / "cross-encoder", args.batch_size), reps),
-        check("PARADE-Attn", lambda dtype: pl.ParadeAttn(encoder, dtype=dtype, **runtime), frame, None, reps),
-        check("LLMMaxP (" + (args.llm or "random Llama") + ")",
-              lambda dtype: pl.LLMMaxP(llm, dtype=dtype, lora=None, **runtime), frame,
-              lambda model: reference_llm(model, frame, llm, args.batch_size), reps),
-    ]
+    rows = [check(name, build, frame, reference, reps) for name, build, reference in models(args, frame, tmp)]
     header = f"{C.run_header(threads)}; device {args.device}; {reps} rounds"
     text = C.table(["model", "docs", "bf16 docs/s", "fp32 docs/s", "bf16 peak MB", "fp32 peak MB", "bf16 weights",
-                    "max |bf16 - fp32|", "Kendall tau", "reference docs/s (bf16 on GPU)", "max |ours - reference|"],
+                    "max |bf16 - fp32|", "of the fp32 range", "Kendall tau", "reference docs/s (bf16 on GPU)",
+                    "max |ours - reference|"],
                    [[r["model"], r["documents"], r["bf16_docs_per_s"], r["fp32_docs_per_s"], r["bf16_peak_mb"] or "-",
-                     r["fp32_peak_mb"] or "-", r["bf16_weights"], r["bf16_vs_fp32_max_diff"], r["bf16_vs_fp32_tau"],
-                     r.get("reference_docs_per_s", "-"), r.get("vs_reference_max_diff", "-")] for r in rows],
+                     r["fp32_peak_mb"] or "-", r["bf16_weights"], r["bf16_vs_fp32_max_diff"],
+                     C.pct(r["bf16_vs_fp32_relative"]), r["bf16_vs_fp32_tau"], r.get("reference_docs_per_s", "-"),
+                     r.get("vs_reference_max_diff", "-")] for r in rows],
                    title="bf16 against fp32 and against the owners' code (CrossEncoder.predict, transformers' forward)")
     shares = C.table(["model", "dtype", *rows[0]["fp32_shares"]],
                      [[r["model"], label, *(C.pct(v) for v in r[f"{label}_shares"].values())]
@@ -157,7 +153,26 @@ def main(argv=None) -> int:
                      title="Where the time goes (shares of one end-to-end call, the encoder's kernels waited for)")
     text += "\n\n" + shares
     took = f"took {time.time() - started:.0f} s"
-    return C.finish_run(None if args.quick else args.results, "gpu-check", ".txt", header, text, rows, took)
+    results = args.results or (None if args.quick else str(ROOT / "benchmarks" / "results"))
+    return C.finish_run(results, "gpu-check", ".txt", header, text, rows, took)
+
+
+def models(args, frame, tmp: Path) -> list:
+    """(name, build(dtype), reference or None) of each model checked, from random weights."""
+    import pyterrier_longdoc as pl
+
+    runtime = {"device": C.DEVICE, "batch_size": args.batch_size, "seed": 0}
+    encoders = {name: C.random_model(name, tiny=args.quick) for name in ("MiniLM-L6", "BERT-base", "ELECTRA-base")}
+    llm = args.llm or C.random_model("Llama-small", tiny=args.quick)
+    checked = [(f"MaxP ({name})", lambda dtype, path=path: pl.MaxP(path, dtype=dtype, **runtime),
+                lambda model, name=name: reference_maxp(model, frame, tmp / f"cross-encoder-{name}", args.batch_size))
+               for name, path in encoders.items()]
+    checked.append(("PARADE-Attn (MiniLM-L6)",
+                    lambda dtype: pl.ParadeAttn(encoders["MiniLM-L6"], dtype=dtype, **runtime), None))
+    checked.append((f"LLMMaxP ({args.llm or 'Llama-small'})",
+                    lambda dtype: pl.LLMMaxP(llm, dtype=dtype, lora=None, **runtime),
+                    lambda model: reference_llm(model, frame, llm, args.batch_size)))
+    return checked
 
 
 def _tokenizer(folder: str):

@@ -18,12 +18,12 @@ import numpy as np
 
 
 def write_small_llama(path: Path, *, hidden: int = 256, layers: int = 4, seed: int = 0) -> str:
-    """A random Llama sequence classifier with MiniLM's tokenizer ([SEP] as EOS, [PAD] as pad)."""
+    """A random Llama sequence classifier with the benchmarks' tokenizer (MiniLM's; [SEP] as EOS, [PAD] as pad)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, LlamaConfig
 
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer = AutoTokenizer.from_pretrained(C.minilm_path())
+    tokenizer = AutoTokenizer.from_pretrained(C.tokenizer_path())
     tokenizer.eos_token = "[SEP]"
     tokenizer.save_pretrained(path)
     torch.manual_seed(seed)

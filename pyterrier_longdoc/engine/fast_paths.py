@@ -14,14 +14,18 @@ RoBERTa, XLM-R, CamemBERT, ELECTRA: query, key and value projections, ``attentio
 ``intermediate``, ``output``); every other encoder computes its whole last layer.
 
 **oneDNN linear layers.** In fp32 on the CPU torch computes ``nn.Linear`` with MKL's GEMM, which
-on CPUs with AVX-512 (measured: AMD Zen 5, where MKL keeps to its AVX2 code) runs at half the speed
-of oneDNN's, the kernels that ship inside torch for torch.compile and bf16. Every ``nn.Linear`` of
+runs its AVX2 code on AMD CPUs, also those with AVX-512, where it runs at half the speed of
+oneDNN's kernels (those that ship inside torch for torch.compile and bf16). Every ``nn.Linear`` of
 the encoder then runs as oneDNN's linear, a BERT-style feed-forward layer's first matrix and its
-exact GELU as one fused call. On CPUs with AVX2 alone it is the other way round (measured: AMD
-EPYC, MaxP 1.11x the CrossEncoder's speed on oneDNN, 1.24x on MKL), so by default
-(``onednn_linears=None``) the engine takes oneDNN where torch's CPU capability is AVX-512 (AMX
-CPUs included). For the encoders tested (BERT-style, DeBERTa-v2, ModernBERT), in fp32 on the CPU
-without autocast or gradients, where torch has oneDNN.
+exact GELU as one fused call. By default (``onednn_linears=None``) the kernel follows the CPU kind,
+as measured (``benchmarks/run.py``, MaxP against the CrossEncoder on each kernel, rows 1a and 1c):
+oneDNN on AMD CPUs with AVX-512 (Zen 5: 2.19x on oneDNN, 1.21x on MKL; Zen 4: 1.37x, 1.22x in
+CPU seconds), MKL on AMD CPUs with AVX2 alone (1.11x on oneDNN, 1.24x on MKL) and on
+Intel's (MKL runs its AVX-512 code there: with AMX 1.27x on MKL against 1.22x on oneDNN, MKL
+ahead in 2 of 3 rounds; not measured in CPU seconds yet). A CPU whose vendor is unknown (no
+``/proc/cpuinfo``) takes oneDNN where torch's CPU capability is AVX-512. For the encoders tested
+(BERT-style, DeBERTa-v2, ModernBERT), in fp32 on the CPU without autocast or gradients, where
+torch has oneDNN.
 
 oneDNN, and ideep (torch's wrapper of it), each keep up to 1,024 compiled kernels, one per input
 shape; batches of varying width fill them with tens of MB more the more documents are scored
@@ -67,8 +71,19 @@ def supports_partial_last_layer(encoder: nn.Module) -> bool:
 
 def onednn_linears_faster() -> bool:
     """Whether this CPU runs oneDNN's fp32 linear kernels faster than MKL's: where torch's CPU
-    capability is AVX-512 (``benchmarks/run.py``, rows 1a and 1c, on each family)."""
-    return torch.backends.cpu.get_cpu_capability() == "AVX512"
+    capability is AVX-512 and the CPU is not Intel's (whose AVX-512 MKL uses; see the module's
+    notes for the measurements by CPU kind)."""
+    return torch.backends.cpu.get_cpu_capability() == "AVX512" and cpu_vendor() != "GenuineIntel"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor id (``"AuthenticAMD"``, ``"GenuineIntel"``, ...; Linux's /proc/cpuinfo),
+    ``""`` where unknown."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            return next((line.split(":", 1)[1].strip() for line in file if line.startswith("vendor_id")), "")
+    except OSError:
+        return ""
 
 
 # Encoders whose modules stay in place during a forward call (BigBird, for one, rebuilds its

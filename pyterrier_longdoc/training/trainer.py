@@ -289,13 +289,15 @@ class Trainer(CheckpointedRun):
 
 
 def adamw(groups: list[dict], weight_decay: float, device: torch.device) -> torch.optim.AdamW:
-    """AdamW with torch's fused kernel on a GPU, as transformers' Trainer uses by default: one pass
-    over all the parameters instead of a Python loop of a dozen kernels per tensor. On the CPU the
-    fused kernel saved 12% of a small FirstP step but rounds otherwise than the loop, so every
-    recorded CPU run (the demo, the tutorials' saved outputs, the effectiveness benchmarks) would
-    drift from its record: it stays off there until those are recorded again with it."""
-    fused = device.type == "cuda"
-    return torch.optim.AdamW(groups, weight_decay=weight_decay, **({"fused": True} if fused else {}))
+    """AdamW with torch's fused kernel on a GPU, as transformers' Trainer uses by default; on the CPU the
+    foreach one, a few kernels for all the parameters instead of a dozen per tensor, which computes
+    exactly the per-tensor loop's numbers, so the recorded runs of the demo and the tutorials stand.
+    The CPU's fused kernel is faster still (``benchmarks/training.py``, row T1c: 0.97x the faster peer
+    at the peers' batching, against 0.88x with the loop) but rounds otherwise: a trained model's scores
+    move by float noise, which would move the recorded runs; it waits until they are recorded again."""
+    if device.type == "cuda":
+        return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=True)
+    return torch.optim.AdamW(groups, weight_decay=weight_decay, foreach=True)
 
 
 def grad_scaler(reranker: Scorer) -> torch.amp.GradScaler | None:

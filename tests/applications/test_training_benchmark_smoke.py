@@ -25,12 +25,14 @@ def test_the_trainer_and_window_rows_print_their_ratios(tmp_path):
     out = run_benchmark("training", "--quick", "--steps", "2", "--rows", "T1,T3", "--results", tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     table = rows(out.stdout)
-    assert set(table) == {"T1", "T1a", "T1b", "T2", "T3"}
-    for key in ("T1", "T1a", "T1b", "T2"):
+    assert set(table) == {"T1", "T1a", "T1b", "T1c", "T2", "T3"}
+    for key in ("T1", "T1a", "T1b", "T1c", "T2"):
         assert re.fullmatch(r"\d+\.\d\dx", table[key][0][2]), table[key]
+    assert "batching='input_order'" in table["T1c"][0][1] and "rounds: " in table["T1c"][0][1]
     assert [r[1].split()[0] for r in table["T3"]] == ["MaxP", "ParadeAttn"]
+    assert "ratios of CPU seconds" in out.stdout  # one thread: CPU seconds, the wall's beside them
     saved = json.loads(next(tmp_path.glob("training-*.json")).read_text())
-    assert saved["commit"] and saved["machine"] and saved["seconds"] >= 0 and len(saved["rows"]) == 6
+    assert saved["commit"] and saved["machine"] and saved["seconds"] >= 0 and len(saved["rows"]) == 7
 
 
 @pytest.mark.parametrize("checkpointing", ["0", "1"])

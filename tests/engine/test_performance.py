@@ -175,11 +175,17 @@ def test_onednn_linears_only_in_fp32_inference(tiny_bert, monkeypatch):
     assert sum(calls.values()) == before  # with gradients the plain path
 
 
-@pytest.mark.parametrize("capability, onednn", [("AVX512", True), ("AVX2", False), ("DEFAULT", False)])
-def test_by_default_the_cpu_chooses_the_linear_kernel(tiny_bert, monkeypatch, capability, onednn):
-    """oneDNN's linears where torch's CPU capability is AVX-512 (faster than MKL's there), MKL's
-    elsewhere (faster on AVX2 alone); an explicit True or False holds on every CPU."""
+@pytest.mark.parametrize("capability, vendor, onednn", [
+    ("AVX512", "AuthenticAMD", True), ("AVX512", "", True), ("AVX512", "GenuineIntel", False),
+    ("AVX2", "AuthenticAMD", False), ("AVX2", "GenuineIntel", False), ("DEFAULT", "", False)])
+def test_by_default_the_cpu_kind_chooses_the_linear_kernel(tiny_bert, monkeypatch, capability, vendor, onednn):
+    """oneDNN's linears on AMD CPUs with AVX-512 (where MKL keeps to its AVX2 code), MKL's on
+    Intel's (whose AVX-512 MKL uses) and with AVX2 alone, as measured; an explicit True or False
+    holds on every CPU."""
+    from pyterrier_longdoc.engine import fast_paths
+
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(fast_paths, "cpu_vendor", lambda: vendor)
     queries, texts = documents()
     calls = counting_onednn_calls(monkeypatch)
     reranker = pl.MaxP(tiny_bert, batch_size=4, dtype="fp32", **SETTINGS)

@@ -33,6 +33,8 @@ def run_benchmark(script: str, *arguments):
                 if not isinstance(stop.code, int) and stop.code is not None:
                     print(stop.code, file=sys.stderr)
     finally:
+        if "_common" in sys.modules:  # the device, clock and models a main chose: each process's own
+            sys.modules["_common"].reset()
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar() if bars else hf_logging.disable_progress_bar()
     return SimpleNamespace(returncode=status, stdout=stdout.getvalue(), stderr=stderr.getvalue())

@@ -287,3 +287,33 @@ def test_a_long_fit_leaves_the_tokenization_cache_to_inference(tiny_bert):
     model.fit(topics, qrels, candidates, **FAST, epochs=3, valid_topics=topics.iloc[:2], valid_qrels=qrels,
               valid_candidates=valid, valid_metric="RR@10")
     assert len(cache._cache) == valid["text"].nunique() + valid["query"].nunique()  # 10; 37 when training added its own
+
+
+def test_fit_steps_with_the_foreach_adamw_on_the_cpu(tiny_bert):
+    """The foreach AdamW on the CPU: a few kernels for all the parameters, not a dozen per tensor."""
+    from pyterrier_longdoc.training.trainer import adamw
+
+    parameters = [torch.nn.Parameter(torch.zeros(3))]
+    assert adamw([{"params": parameters}], 0.0, torch.device("cpu")).defaults["foreach"] is True
+
+
+def test_the_cpus_adamw_trains_the_loops_model_and_the_fused_one_within_float_noise(tiny_bert, monkeypatch):
+    """The CPU's foreach AdamW trains exactly the per-tensor loop's model (the recorded runs of the demo
+    and the tutorials stand); the fused kernel, within float noise of it."""
+    import pyterrier_longdoc.training.trainer as trainer
+
+    topics, qrels, candidates = toy_task()
+    scores = {}
+    for kind in ("loop", "fused", "library"):
+        if kind == "library":
+            monkeypatch.undo()
+        else:
+            monkeypatch.setattr(trainer, "adamw", lambda groups, decay, device, kind=kind: torch.optim.AdamW(
+                groups, weight_decay=decay, **({"foreach": False} if kind == "loop" else {"fused": True})))
+        model = new_model(tiny_bert)
+        model.fit(topics, qrels, candidates, **FAST, seed=0)
+        scores[kind] = model(candidates)["score"].to_numpy()
+    spread = np.ptp(scores["loop"])
+    assert spread > 0.1  # it trained
+    assert np.abs(scores["fused"] - scores["loop"]).max() <= 1e-5 * max(1.0, spread)
+    np.testing.assert_array_equal(scores["library"], scores["loop"])
