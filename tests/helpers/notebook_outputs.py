@@ -43,7 +43,7 @@ def comparable(cell) -> dict[str, tuple[str, list[float]]]:
         elif output["output_type"] == "error":
             texts.setdefault("error", []).append(f"{output['ename']}: {output['evalue']}")
     times = bool(_MEASURES_TIME.search(cell.source))
-    trained = VARIES_BY_CPU in cell.get("metadata", {}).get("tags", [])
+    trained = VARIES_BY_CPU in (getattr(cell, "metadata", None) or {}).get("tags", [])
     compared = {}
     for kind, parts in texts.items():
         # each line as a terminal shows it: what follows its last carriage return (a bar redrawn in
