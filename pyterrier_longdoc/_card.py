@@ -18,12 +18,14 @@ from .engine.config import ModelConfig
 class CardSubject(Protocol):
     """What a model card and the artifact metadata read of a model (a ``LongDocReranker`` is one)."""
 
-    name: ClassVar[str | None]
+    name: str | None
     config: ModelConfig
     history: pd.DataFrame | None
     training_data: dict[str, int] | None
     training_options: dict[str, Any] | None
-    fusion: Described | None  # with the first stage (a Fusion)
+
+    @property
+    def fusion(self) -> Described | None: ...  # with the first stage (a Fusion)
 
 
 class Described(Protocol):

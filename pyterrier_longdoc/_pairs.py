@@ -117,6 +117,7 @@ class CrossEncoderPairs:
             scores = activation_fn(scores)
         # apply_softmax: CrossEncoder applies it to models with several labels only; here every
         # pair has one score, so it changes nothing
+        result: torch.Tensor | np.ndarray | list
         if convert_to_tensor:
             result = scores
         elif convert_to_numpy:

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from .engine.backbone import set_attention
+from .engine.model import LongDocModel
 from .engine.replicas import Replicas
 from .engine.runtime import Runtime, hold_parameters
 
@@ -87,7 +88,7 @@ class Placement:
     ``fp32_embeddings``: half-precision weights keep the embeddings and LayerNorms in fp32
     (``hold_parameters``); the LLM models turn it off."""
 
-    def __init__(self, runtime: Runtime, model: torch.nn.Module, *, fp32_embeddings: bool = True):
+    def __init__(self, runtime: Runtime, model: LongDocModel, *, fp32_embeddings: bool = True):
         self.runtime, self.model, self.fp32_embeddings = runtime, model, fp32_embeddings
         self.replicas = Replicas()
         self._placed: tuple | None = None

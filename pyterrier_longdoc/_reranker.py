@@ -14,16 +14,15 @@ import dataclasses
 import inspect
 import os
 import textwrap
-import types
-from collections.abc import Callable, Iterable
-from functools import cache
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, cast, get_type_hints
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
+from typing_extensions import Self, Unpack  # typing's from Python 3.11
 
 # its collaborators and what they write and explain
 from ._explain import explain as explain_windows
@@ -41,35 +40,14 @@ from .fusion import Fusion
 from ._placement import (RUNTIME_OPTION_DOCS, Placement, attention_option, device_option, placed_option, read_live,
                          runtime_option)
 from ._registry import known_names, model_class, register
-from .engine.runtime import OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
-from .engine.settings import ModelSettings
+from .engine.runtime import CONSTRUCTOR_OPTIONS, OPTIONS as RUNTIME_OPTIONS, Runtime, hold_parameters
+from .engine.settings import ModelOptions, ModelSettings
 from .aggregators.base import Aggregator
 
 
-class _ClassOnly:
-    """A value computed from the class and seen on the class only: ``inspect.signature(MaxP)`` reads
-    the constructor's, while an instance's signature stays its ``__call__``'s."""
-
-    def __init__(self, compute):
-        self.compute = compute
-
-    def __get__(self, instance, owner):
-        if instance is not None:
-            raise AttributeError("__signature__")
-        return self.compute(owner)
-
-
-def _with_signature(function, owner: type, signature: inspect.Signature):
-    """A copy of ``function`` that ``owner`` holds as its own, with ``signature`` (what ``inspect``,
-    ``help`` and the API reference show); the code, and so the behaviour, stay the same."""
-    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
-                              function.__closure__)
-    copy.__kwdefaults__ = dict(function.__kwdefaults__ or {})
-    copy.__doc__, copy.__module__, copy.__annotations__ = function.__doc__, function.__module__, function.__annotations__
-    copy.__qualname__ = f"{owner.__qualname__}.{function.__name__}"
-    copy.__signature__ = signature
-    copy._typed_copy_of = function
-    return copy
+Source = str | os.PathLike  # what a model loads from: a saved folder, a hub repository, a checkpoint
+P = ParamSpec("P")  # a model class's constructor keywords, which from_pretrained and from_hf take
+R = TypeVar("R")  # the model class from_pretrained and from_hf build
 
 
 def _checked_fit_options(fit_options: dict | None) -> dict:
@@ -114,17 +92,20 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     at once), and read at the next call.
 
     The settings are the fields of the model class's ``Settings`` (``Settings.docs()``), listed after the
-    runtime options with their types, defaults and meaning under each model class (and in its signature and
-    type stubs): chunking (``window``, ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``,
-    ``chunk_selection``, ``max_length``; None: the encoder's own maximum) and the model's own; they override
-    the class defaults or the saved checkpoint, and are checked before anything loads. On this base class,
-    ``from_pretrained`` takes the chunking settings every model has (a saved model's own settings also work
-    at run time; a type checker sees them on the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
+    runtime options with their types, defaults and meaning under each model class: chunking (``window``,
+    ``stride``, ``max_query_tokens``, ``max_doc_tokens``, ``max_chunks``, ``chunk_selection``, ``max_length``;
+    None: the encoder's own maximum) and the model's own; they override the class defaults or the saved
+    checkpoint, and are checked before anything loads. A type checker reads every keyword from the model
+    class's constructor, typed by its family's ``Options`` (``MaxP(path, **options: Unpack[MaxPOptions])``,
+    PEP 692), and ``from_pretrained`` and ``from_hf`` take the same. On this base class they take the chunking
+    settings every model has (a saved model's own settings also work at run time; a type checker sees them on
+    the model's class: ``ParadeCNN.from_pretrained(path, layers=3)``).
     """  # its Args: added by _document_settings, from each parameter's one doc
 
     ARTIFACT_TYPE: ClassVar[str] = "reranker"  # pt.inspect.artifact_type_format, pt_meta.json
     ARTIFACT_FORMAT: ClassVar[str] = "pyterrier_longdoc"
-    name: ClassVar[str | None] = None
+    # the registry's short name (None: a base); pt.Transformer's own `name` is a display string
+    name: str | None = None  # type: ignore[assignment]
     crops: ClassVar[bool] = False  # True: reading only the start is the model's definition (FirstP)
     aggregator: ClassVar[type[Aggregator]]
     aggregator_args: ClassVar[dict[str, Any]] = {}  # fixed by the model class
@@ -147,29 +128,28 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         super().__init_subclass__(**kwargs)
         cls.defaults = cls.Settings.defaults()
         register(cls)
-        _give_typed_entry_points(cls)
         _document_settings(cls)
 
-    @_ClassOnly
-    def __signature__(cls) -> inspect.Signature:
-        return inspect.Signature(constructor_parameters(cls))
+    # each model class writes its own, typed by its family's Options (PEP 692): what type checkers, inspect and
+    # help read; the work is _load's
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ModelOptions]):
+        self._load(model_name_or_path, options)
 
-    def __init__(self, model_name_or_path: str | os.PathLike, *, batch_size: int = Runtime.batch_size,
-                 text_field: str = "text", device: str | torch.device | list | None = None,
-                 dtype: str | torch.dtype | None = None, verbose: bool | None = None, warn_cropping: bool | None = None,
-                 trust_remote_code: bool = False, verify_weights: bool = True, fit_options: dict | None = None,
-                 seed: int | None = None, attn_implementation: str | None = None,
-                 max_batch_tokens: int | None = None, **settings):
+    def _load(self, model_name_or_path: Source, options: Mapping[str, Any]) -> None:
+        """Builds the model from ``options``: the runtime options, how it loads (``LoadOptions``), and the
+        settings (the rest, checked by the class's ``Settings``: an unknown name is a TypeError)."""
         if self.name is None:
             raise TypeError("LongDocReranker is the base class: use LongDocReranker.from_pretrained(path) "
                             f"for a saved model, or a model class ({known_names()})")
+        settings = dict(options)
+        runtime = Runtime(**{name: settings.pop(name) for name in CONSTRUCTOR_OPTIONS if name in settings})
+        load = {name: settings.pop(name, default) for name, default in LOAD_DEFAULTS.items()}
+        trust_remote_code, seed = load["trust_remote_code"], load["seed"]
         folder = saved_folder(str(model_name_or_path))
-        runtime = Runtime(batch_size, text_field, device, dtype, verbose, warn_cropping, attn_implementation,
-                          max_batch_tokens)
-        fit_options = _checked_fit_options(fit_options)  # before any weights load
+        fit_options = _checked_fit_options(load["fit_options"])  # before any weights load
         flags = {"trust_remote_code": True} if trust_remote_code else {}
         config, model = build_model(type(self), folder, settings, trust_remote_code=trust_remote_code,
-                                    verify_weights=verify_weights, seed=seed)
+                                    verify_weights=load["verify_weights"], seed=seed)
         source = (str(model_name_or_path), {**flags, **({"seed": seed} if seed is not None else {})})
         _hold(self, runtime, fit_options, source, config, model, folder, given=settings)
         self._class_defaults()
@@ -179,14 +159,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
 
     @classmethod
     def from_model(cls, model: LongDocModel, config: ModelConfig, *, fit_options: dict | None = None,
-                   **runtime) -> LongDocReranker:
+                   **runtime: Any) -> Self:
         """A reranker around a model built in memory (``LongDocModel``, e.g. another model's encoder with a
         new head) and its ``ModelConfig``; ``runtime``: the runtime options."""
-        cls = model_class(config.model) if cls.name is None else cls
-        if config.model != cls.name:
-            raise ValueError(f"the config is of a {config.model!r} model, not {cls.name!r}")
-        reranker = cls.__new__(cls)
-        source = (config.base_model or "<in memory>", {})
+        owner = cls if cls.name is not None else cast("type[Self]", model_class(config.model))  # the base: its own
+        if config.model != owner.name:
+            raise ValueError(f"the config is of a {config.model!r} model, not {owner.name!r}")
+        reranker = owner.__new__(owner)
+        source: tuple[str, dict[str, Any]] = (config.base_model or "<in memory>", {})
         _hold(reranker, Runtime(**runtime), _checked_fit_options(fit_options), source, config, model,
               config.base_model or pt.Artifact.NO_PATH)
         return reranker
@@ -270,19 +250,22 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         settings the user gave, which such an error names."""
         return cls.Settings.from_dict(settings, owner=cls.__name__, given=given)
 
+    # cls typed as its constructor (PEP 612): a type checker reads the keywords of the class it is called on
     @classmethod
-    def from_pretrained(cls, model_name_or_path: str | os.PathLike, **overrides) -> LongDocReranker:
+    def from_pretrained(cls: Callable[Concatenate[Source, P], R], model_name_or_path: Source, /, *args: P.args,
+                        **options: P.kwargs) -> R:
         """Load a saved model, or start a new one from a cross-encoder or an encoder (see the class doc); the
-        keywords are the constructor's. On the base class, the saved model's own class is used; a ``fit``
+        keywords are the class's constructor's. On the base class, the saved model's own class is used; a ``fit``
         checkpoint folder loads its latest checkpoint."""
-        if cls.name is None:
-            cls = saved_model_class(str(model_name_or_path))
-        return cls(model_name_or_path, **overrides)
+        return _loading_class(cls, str(model_name_or_path))(model_name_or_path, *args, **options)
 
     @classmethod
-    def from_hf(cls, repo: str, branch: str | None = None, **overrides) -> LongDocReranker:
-        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``)."""
-        return cls.from_pretrained(hub_repository(repo, branch), **overrides)
+    def from_hf(cls: Callable[Concatenate[Source, P], R], repo: str,  # type: ignore[override]  # pt.Artifact's
+                branch: str | None = None, /, *args: P.args, **options: P.kwargs) -> R:  # keywords are its own
+        """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``); the keywords are the
+        class's constructor's."""
+        source = hub_repository(repo, branch)
+        return _loading_class(cls, source)(source, *args, **options)
 
     def __repr__(self) -> str:
         # the constructor call that rebuilds the model as it is now (set_parameter and attributes included)
@@ -433,12 +416,10 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
     rank.__doc__ = CrossEncoderPairs.rank.__doc__
 
 
-@cache
 def _setting_names(cls: type[LongDocReranker]) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(cls.Settings))
 
 
-@cache
 def _declared(cls: type, name: str) -> bool:
     """Whether the class has ``name`` (a method, property, class value) or declares it as an instance attribute."""
     return hasattr(cls, name) or any(name in vars(k).get("__annotations__", {}) for k in cls.__mro__)
@@ -454,42 +435,10 @@ def _stored_fit_options(fit_options: dict, options: dict) -> dict:
     return {k: v for k, v in fit_options.items() if k not in args.given}
 
 
-def constructor_parameters(cls: type[LongDocReranker]) -> list[inspect.Parameter]:
-    """The constructor's parameters: the source, the runtime options, then the fields of
-    ``cls.Settings``, keyword-only, each with its type and default: the one list that
-    ``inspect.signature``, the type stubs (``scripts/generate_stubs.py``) and the API reference show."""
-    return entry_point_signature(cls, "__init__").parameters_without_first
-
-
-def entry_point_signature(cls: type[LongDocReranker], name: str) -> _EntrySignature:
-    """The signature of ``cls``'s entry point ``name`` (``ENTRY_POINTS``): the base function's own
-    parameters, its ``**`` keywords replaced by those it passes on to the constructor (the runtime
-    options it lacks, then the settings)."""
-    function = ENTRY_POINTS[name]
-    own = [p for p in inspect.signature(function).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    names = {p.name for p in own}
-    passed_on = [p for p in _RUNTIME_PARAMETERS + cls.Settings.parameters() if p.name not in names]
-    returns = None if name == "__init__" else cls.__name__
-    return _EntrySignature(own + passed_on, return_annotation=returns)
-
-
-class _EntrySignature(inspect.Signature):
-    @property
-    def parameters_without_first(self) -> list[inspect.Parameter]:
-        return list(self.parameters.values())[1:]
-
-
-def _give_typed_entry_points(cls: type[LongDocReranker]) -> None:
-    """``cls.__init__``, ``cls.from_pretrained`` and ``cls.from_hf`` with ``cls``'s own keywords, where it
-    inherits the base's (a class that writes its own keeps it): ``inspect.signature(MaxP.from_pretrained)``
-    lists MaxP's settings, not ``**overrides``. The code is the base's: the behaviour stays the same."""
-    for name, original in ENTRY_POINTS.items():
-        inherited = inspect.getattr_static(cls, name)
-        function = getattr(inherited, "__func__", inherited)
-        if getattr(function, "_typed_copy_of", function) is not original:
-            continue
-        copy = _with_signature(original, cls, entry_point_signature(cls, name))
-        setattr(cls, name, copy if name == "__init__" else classmethod(copy))
+def _loading_class(cls: R, source: str) -> R:
+    """The class that loads ``source``: ``cls``, or on the base class (and the families' unregistered bases), the
+    saved model's own class, a subclass of it."""
+    return cls if getattr(cls, "name", None) is not None else cast(R, saved_model_class(source))
 
 
 def _document_settings(cls: type[LongDocReranker], arguments: bool = False) -> None:
@@ -499,15 +448,24 @@ def _document_settings(cls: type[LongDocReranker], arguments: bool = False) -> N
     if cls.__doc__ is None or _SETTINGS_HEADING in cls.__doc__ or "\nArgs:\n" in cls.__doc__:
         return
     docs = cls.Settings.docs()
-    lines = [f"    {p.name}: {docs[p.name]}" for p in cls.Settings.parameters()]
+    lines = [_argument(p.name, p.annotation, docs[p.name], p.default) for p in cls.Settings.parameters()]
     heading = _SETTINGS_HEADING
     if arguments:  # the base: its constructor's own arguments, then the settings, in one Args section
-        names = ["model_name_or_path"] + [p.name for p in _RUNTIME_PARAMETERS]
-        heading = "\n\nArgs:\n" + "".join(
-            textwrap.fill(f"{name}: {_CONSTRUCTOR_DOCS.get(name) or RUNTIME_OPTION_DOCS[name]}", 110,
-                          initial_indent="    ", subsequent_indent="        ",
-                          break_on_hyphens=False) + "\n" for name in names)
-    cls.__doc__ = inspect.cleandoc(cls.__doc__) + heading + "\n".join(lines) + "\n"
+        types = {name: inspect.formatannotation(t, 'typing') for name, t in get_type_hints(ModelOptions).items()}
+        defaults = {**{f.name: f.default for f in dataclasses.fields(Runtime)}, **LOAD_DEFAULTS}
+        heading = "\n\nArgs:\n" + _argument("model_name_or_path", "str | os.PathLike",
+                                             _CONSTRUCTOR_DOCS["model_name_or_path"]) + "".join(
+            _argument(name, types[name], _CONSTRUCTOR_DOCS.get(name) or RUNTIME_OPTION_DOCS[name], defaults[name])
+            for name in (*CONSTRUCTOR_OPTIONS, *LOAD_DEFAULTS))
+    cls.__doc__ = inspect.cleandoc(cls.__doc__) + heading + "".join(lines)
+
+
+def _argument(name: str, annotation: str, doc: str, default: Any = inspect.Parameter.empty) -> str:
+    """One Google-style ``Args`` line: the name, its type, what it means and its default (the signature shows
+    ``**options``, typed by the class's Options: ``help`` reads the rest here)."""
+    shown = "" if default is inspect.Parameter.empty else f"; default ``{default!r}``"
+    return textwrap.fill(f"{name} ({annotation}): {doc.rstrip('.')}{shown}.", 110, initial_indent="    ",
+                         subsequent_indent="        ", break_on_hyphens=False) + "\n"
 
 
 # an Args section of their own (Google style): the reference merges each setting's type into its line
@@ -531,13 +489,8 @@ _CONSTRUCTOR_DOCS = {
 }
 
 
-# the functions whose ``**`` keywords are the constructor's, each given its class's signature
-ENTRY_POINTS = {"__init__": LongDocReranker.__init__,
-                "from_pretrained": LongDocReranker.__dict__["from_pretrained"].__func__,
-                "from_hf": inspect.getattr_static(LongDocReranker, "from_hf").__func__}
-_RUNTIME_PARAMETERS = [p for p in inspect.signature(LongDocReranker.__init__).parameters.values()
-                       if p.name not in ("self", "model_name_or_path") and p.kind is not inspect.Parameter.VAR_KEYWORD]
-_give_typed_entry_points(LongDocReranker)
+# LoadOptions' defaults (the runtime options' are Runtime's, the settings' their Settings')
+LOAD_DEFAULTS: dict[str, Any] = {"trust_remote_code": False, "verify_weights": True, "fit_options": None, "seed": None}
 _document_settings(LongDocReranker, arguments=True)
 
 
@@ -579,7 +532,7 @@ def _topics_and_candidates(topics_or_res, candidates, what: str):
     return topics_or_res, candidates
 
 
-def saved_model_class(source: str) -> type:
+def saved_model_class(source: str) -> type[LongDocReranker]:
     """The model class of a saved folder (or hub repository, or ``fit`` checkpoint folder)."""
     path = resolve_checkpoint(saved_folder(source))
     config = ModelConfig.read(path) if path is not None else None

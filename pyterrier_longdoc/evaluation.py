@@ -205,7 +205,7 @@ def _significance(table: pd.DataFrame, averaged: pd.DataFrame, base: str, measur
                   correction: str | None, alpha: float) -> pd.DataFrame:
     values = averaged.pivot_table(index=["measure", "qid"], columns="name", values="value", aggfunc="first")
     for m in measures:
-        columns = {f"{m} +": [], f"{m} -": [], f"{m} p-value": []}
+        columns: dict[str, list] = {f"{m} +": [], f"{m} -": [], f"{m} p-value": []}
         by_query = values.loc[m]
         for name in table["name"]:
             if name == base:
@@ -416,7 +416,7 @@ def query_controls(model, candidates: pd.DataFrame, qrels: pd.DataFrame, *, grou
     no relevant document among them; such queries elsewhere count as they score, 0 with RR).
     """
     from scipy import stats
-    from pyterrier.measures import RR
+    from ir_measures import RR  # pyterrier.measures' own
 
     measure = RR if measure is None else measure
     name = str(measure)

@@ -179,13 +179,14 @@ class FirstStageFusion(pt.Estimator):
     def __init__(self, reranker: pt.Transformer, weight: float | None = None, normalisation: str | None = None, *,
                  metric: str = "RR@10", weights: Sequence[float] = WEIGHTS):
         saved = getattr(reranker, "fusion", None)
-        if weight is None and saved is None:
+        if weight is None and saved is not None:
+            weight = saved.weight
+        if weight is None:
             raise ValueError(f"{reranker!r} has no fusion weight saved with it: pass weight= (the re-ranker's share "
                              "in [0, 1]), or choose one on validation queries with "
                              "FirstStageFusion(model, weight=0.5).fit(valid_candidates, valid_qrels)")
         self.reranker, self.metric, self.weights = reranker, metric, tuple(weights)
-        self._fusion = Fusion(saved.weight if weight is None else weight,
-                              normalisation or (saved.normalisation if saved is not None else "minmax"))
+        self._fusion = Fusion(weight, normalisation or (saved.normalisation if saved is not None else "minmax"))
         if saved is not None and (saved.weight, saved.normalisation) == (self._fusion.weight,
                                                                          self._fusion.normalisation):
             self._fusion = saved  # what it was chosen on comes along
@@ -222,7 +223,7 @@ class FirstStageFusion(pt.Estimator):
             qrels_va: pd.DataFrame | None = None) -> FirstStageFusion:
         """Chooses the weight on the validation candidates (the first pair where no validation is given)."""
         validation = topics_or_res_va is not None
-        candidates, qrels = (topics_or_res_va, qrels_va) if validation else (topics_or_res_tr, qrels_tr)
+        candidates, qrels = (topics_or_res_tr, qrels_tr) if topics_or_res_va is None else (topics_or_res_va, qrels_va)
         if qrels is None:
             raise ValueError("fit needs the qrels of the candidates it chooses the weight on")
         _check_first_stage(candidates, f"{self!r}.fit's {'validation ' if validation else ''}candidates")
@@ -237,7 +238,7 @@ class FirstStageFusion(pt.Estimator):
         is this fusion again."""
         if not hasattr(self.reranker, "save_pretrained"):
             raise TypeError(f"{self.reranker!r} has no save_pretrained: save it your way and keep {self.fusion}")
-        self.reranker.fusion = self.fusion
+        setattr(self.reranker, "fusion", self.fusion)  # noqa: B010 - any re-ranker that saves its fusion
         self.reranker.save_pretrained(path)
 
     def __repr__(self) -> str:

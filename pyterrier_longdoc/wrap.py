@@ -196,7 +196,7 @@ class LongDoc(pt.Transformer):
             "docno": passages["docno"].astype(str) + "%p" + index.astype(str),
         })[columns].assign(**{_ROW: rows, _PASSAGE: index})
         with _special_strings_as_text(self.scorer):
-            scored = self.scorer(passages)
+            scored = self.scorer.transform(passages)
         missing = [c for c in (_ROW, _PASSAGE, "score") if c not in scored.columns]
         if missing or len(scored) != len(passages):
             raise ValueError(f"{self!r}: the scorer must return one row per passage with the columns it was "

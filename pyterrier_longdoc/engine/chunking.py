@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -121,6 +122,23 @@ class ChunkingSettings:
                                                    "the last token (decoder-only LMs)")
 
 
+class ChunkingOptions(TypedDict, total=False):
+    """The chunking settings as keywords, for type checkers (``ChunkingSettings``' fields and types: a test
+    keeps them equal); every model class's keywords extend them (``engine.settings.ModelOptions``)."""
+
+    window: int | None
+    stride: int | None
+    max_query_tokens: int | None
+    max_doc_tokens: int
+    max_chunks: int | None
+    chunk_selection: str
+    max_length: int | None
+    disjoint_split: str
+    query_prefix: str
+    doc_prefix: str
+    append_eos: bool | None
+
+
 @dataclass(frozen=True)
 class Chunking(ChunkingSettings):
     """How a model cuts a document into chunks: the chunking settings (:class:`ChunkingSettings`, whose
@@ -163,6 +181,7 @@ class Chunking(ChunkingSettings):
             raise ValueError(f"stride ({self.stride}) > window ({self.window}) would skip document tokens")
 
     def doc_window(self, layout: SpecialLayout) -> int:
+        assert self.max_length is not None and self.max_query_tokens is not None  # integers, checked above
         window = self.window or self.max_length - self.max_query_tokens - layout.n_special
         if window < 1 or self.max_query_tokens + window + layout.n_special > self.max_length:
             raise ValueError(

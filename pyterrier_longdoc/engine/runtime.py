@@ -6,6 +6,7 @@ import ctypes
 import dataclasses
 import functools
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
@@ -170,6 +171,20 @@ class Runtime:
         if self.int8:
             return "int8"
         return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype(device)]
+
+
+class RuntimeOptions(TypedDict, total=False):
+    """The runtime options a model's constructor takes (``CONSTRUCTOR_OPTIONS``), as keywords for type checkers
+    (``Runtime``'s fields and types: a test keeps them equal)."""
+
+    batch_size: int
+    text_field: str
+    device: str | torch.device | list | None
+    dtype: str | torch.dtype | None
+    verbose: bool | None
+    warn_cropping: bool | None
+    attn_implementation: str | None
+    max_batch_tokens: int | None
 
 
 OPTIONS = tuple(f.name for f in dataclasses.fields(Runtime))  # every runtime option, by name

@@ -2,7 +2,8 @@
 default, meaning and check.
 
 A model class names its settings class (``MaxP.Settings``); its fields are the constructor's
-keyword arguments (``inspect.signature(MaxP)`` lists them with their defaults), checked in
+keyword arguments (typed for type checkers by the family's ``Options``, a ``TypedDict`` beside it: ``MaxP(path,
+**options: Unpack[MaxPOptions])``; ``help(MaxP)`` lists each with its default and meaning), checked in
 ``__post_init__`` before anything loads, shown by ``repr`` and saved in ``config.json``. Changing
 one (``set_parameter``) builds a new instance through the same checks. Units: ``window``,
 ``stride``, ``max_doc_tokens``, ``max_query_tokens`` and ``max_length`` count the tokenizer's
@@ -14,9 +15,10 @@ import copy
 import dataclasses
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from .chunking import CHUNKING_SETTINGS, Chunking, ChunkingSettings
+from .chunking import CHUNKING_SETTINGS, Chunking, ChunkingOptions, ChunkingSettings
+from .runtime import RuntimeOptions
 
 
 def setting(default: Any, doc: str, *, derived: bool = False):
@@ -85,13 +87,30 @@ class ModelSettings(ChunkingSettings):
     def parameters(cls) -> list[inspect.Parameter]:
         """The constructor's keyword parameters these settings are."""
         return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=f.type,
-                                  default=f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                                  default=f.default_factory() if callable(f.default_factory) else f.default)
                 for f in dataclasses.fields(cls) if not f.metadata.get("derived")]
 
     @classmethod
     def docs(cls) -> dict[str, str]:
         """What each setting means, by name."""
         return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+
+class LoadOptions(TypedDict, total=False):
+    """How a model's constructor loads it (never saved; see ``LongDocReranker``)."""
+
+    trust_remote_code: bool
+    verify_weights: bool
+    fit_options: dict[str, Any] | None
+    seed: int | None
+
+
+class ModelOptions(RuntimeOptions, LoadOptions, ChunkingOptions, total=False):
+    """The keywords every model class's constructor takes, for type checkers (PEP 692): the runtime options,
+    how it loads, then ``ModelSettings``' fields. Each family's ``Settings`` has its ``Options`` beside it,
+    extending these with the fields it adds (``tests/project/test_typing.py`` keeps the two equal)."""
+
+    gradient_checkpointing: bool
 
 
 def check_names(cls: type[ModelSettings], settings: dict, owner: str | None = None) -> None:
@@ -108,7 +127,7 @@ def check_window_and_stride(cls: type[ModelSettings], settings: dict, given: dic
     (``MaxP(p, window=20)`` against MaxP's stride 100), the error names the one given and says what to
     pass, rather than "stride (100) > window (20)" about a stride the user never set."""
     window, stride = settings.get("window"), settings.get("stride")
-    if not all(isinstance(v, int) and v > 0 for v in (window, stride)) or stride <= window:
+    if not (isinstance(window, int) and isinstance(stride, int) and window > 0 and stride > 0) or stride <= window:
         return  # a value wrong on its own, or both given: Chunking's own error
     owner = owner or cls.__name__.removesuffix("Settings")
     defaults = {f.name: f.default for f in dataclasses.fields(cls)}

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing_extensions import Unpack
+
 from ..engine.biencoder import BiEncoderModel
 from ..engine.embedder import SIMILARITIES, embedder_settings
-from .._reranker import LongDocReranker
-from ..engine.settings import ModelSettings, flag, one_of, setting
+from .._reranker import LongDocReranker, Source
+from ..engine.settings import ModelOptions, ModelSettings, flag, one_of, setting
 from ..aggregators.biencoder import BiEncoderAggregator
 from ..aggregators.heads import POOLINGS
-from .score import FirstPSettings, MaxPSettings
+from .score import FirstPOptions, FirstPSettings, MaxPOptions, MaxPSettings
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,30 @@ class BiEncoderSettings:
         super().__post_init__()
 
 
+class BiEncoderOptions(ModelOptions, total=False):
+    """What the bi-encoders' keywords add (``BiEncoderSettings``)."""
+
+    pooling: str
+    normalize: bool
+    similarity: str
+
+
 @dataclass(frozen=True)
 class BiEncoderFirstPSettings(BiEncoderSettings, FirstPSettings):
     """Bi-encoder FirstP's settings: the document's start, as far as the model reads."""
 
 
+class BiEncoderFirstPOptions(BiEncoderOptions, FirstPOptions, total=False):
+    """Bi-encoder FirstP's keywords (``BiEncoderFirstPSettings``)."""
+
+
 @dataclass(frozen=True)
 class BiEncoderMaxPSettings(BiEncoderSettings, MaxPSettings):
     """Bi-encoder MaxP's settings: MaxP's sliding windows."""
+
+
+class BiEncoderMaxPOptions(BiEncoderOptions, MaxPOptions, total=False):
+    """Bi-encoder MaxP's keywords (``BiEncoderMaxPSettings``)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,10 @@ class BiEncoderLongPSettings(BiEncoderSettings, ModelSettings):
     max_length: int | None = setting(None, "tokens per sequence (None: the model's max_seq_length or position "
                                            "embeddings)")
     max_doc_tokens: int = setting(4096, "document tokens read at most")
+
+
+class BiEncoderLongPOptions(BiEncoderOptions, total=False):
+    """Bi-encoder LongP's keywords (``BiEncoderLongPSettings``)."""
 
 
 class _BiEncoder(LongDocReranker):
@@ -87,6 +109,9 @@ class BiEncoderFirstP(_BiEncoder):
     aggregator_args = {"reduce": "first"}
     Settings = BiEncoderFirstPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[BiEncoderFirstPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class BiEncoderMaxP(_BiEncoder):
     """Bi-encoder MaxP: the most similar sliding window's similarity (window 150, stride 100; Sentence-BERT
@@ -96,6 +121,9 @@ class BiEncoderMaxP(_BiEncoder):
     aggregator_args = {"reduce": "max"}
     Settings = BiEncoderMaxPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[BiEncoderMaxPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class BiEncoderLongP(_BiEncoder):
     """Bi-encoder LongP: the whole document in one embedding of a long-context embedding model (E5-4K in the
@@ -104,3 +132,6 @@ class BiEncoderLongP(_BiEncoder):
     name = "biencoder_longp"
     aggregator_args = {"reduce": "first"}
     Settings = BiEncoderLongPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[BiEncoderLongPOptions]):
+        self._load(model_name_or_path, options)

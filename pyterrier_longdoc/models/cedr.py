@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._reranker import LongDocReranker
-from ..engine.settings import ModelSettings, positive_int, setting
+from typing_extensions import Unpack
+
+from .._reranker import LongDocReranker, Source
+from ..engine.settings import ModelOptions, ModelSettings, positive_int, setting
 from ..aggregators.cedr import KNRM_MUS, KNRM_SIGMAS, DrmmAggregator, KnrmAggregator, PacrrAggregator
 
 
@@ -19,6 +21,10 @@ class CedrSettings(ModelSettings):
 
     max_query_tokens: int | None = setting(20, "query tokens read (the similarity matrices' rows)")
     max_doc_tokens: int = setting(800, "document tokens read at most")
+
+
+class CedrOptions(ModelOptions, total=False):
+    """The keywords every CEDR model takes (``CedrSettings``)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,13 @@ class CedrKnrmSettings(CedrSettings):
                              f"{self.sigmas!r}")
 
 
+class CedrKnrmOptions(CedrOptions, total=False):
+    """CEDR-KNRM's keywords (``CedrKnrmSettings``)."""
+
+    mus: list
+    sigmas: list
+
+
 @dataclass(frozen=True)
 class CedrPacrrSettings(CedrSettings):
     """CEDR-PACRR's convolutions and pooling."""
@@ -48,6 +61,14 @@ class CedrPacrrSettings(CedrSettings):
         super().__post_init__()
         for name in ("max_ngram", "filters", "kmax"):
             positive_int(self, name)
+
+
+class CedrPacrrOptions(CedrOptions, total=False):
+    """CEDR-PACRR's keywords (``CedrPacrrSettings``)."""
+
+    max_ngram: int
+    filters: int
+    kmax: int
 
 
 @dataclass(frozen=True)
@@ -63,12 +84,22 @@ class CedrDrmmSettings(CedrSettings):
             positive_int(self, name)
 
 
+class CedrDrmmOptions(CedrOptions, total=False):
+    """CEDR-DRMM's keywords (``CedrDrmmSettings``)."""
+
+    bins: int
+    hidden: int
+
+
 class CedrKnrm(LongDocReranker):
     """CEDR-KNRM: RBF kernel pooling of contextual similarity matrices, with the [CLS]."""
 
     name = "cedr_knrm"
     aggregator = KnrmAggregator
     Settings = CedrKnrmSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[CedrKnrmOptions]):
+        self._load(model_name_or_path, options)
 
 
 class CedrPacrr(LongDocReranker):
@@ -78,6 +109,9 @@ class CedrPacrr(LongDocReranker):
     aggregator = PacrrAggregator
     Settings = CedrPacrrSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[CedrPacrrOptions]):
+        self._load(model_name_or_path, options)
+
 
 class CedrDrmm(LongDocReranker):
     """CEDR-DRMM: similarity histograms per query token, with the [CLS]."""
@@ -85,3 +119,6 @@ class CedrDrmm(LongDocReranker):
     name = "cedr_drmm"
     aggregator = DrmmAggregator
     Settings = CedrDrmmSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[CedrDrmmOptions]):
+        self._load(model_name_or_path, options)

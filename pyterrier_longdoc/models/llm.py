@@ -22,11 +22,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._reranker import LongDocReranker
+from typing_extensions import Unpack
+
+from .._reranker import LongDocReranker, Source
 from ..engine.lora import LORA_DEFAULTS, add_lora, has_lora, lora_settings, merge_lora, save_adapter
-from ..engine.settings import flag, setting
-from .longp import LongP, LongPSettings
-from .score import FirstP, FirstPSettings, KMaxAvgP, KMaxAvgPSettings, MaxP, MaxPSettings, SumP
+from ..engine.settings import ModelOptions, flag, setting
+from .longp import LongP, LongPOptions, LongPSettings
+from .score import (FirstP, FirstPOptions, FirstPSettings, KMaxAvgP, KMaxAvgPOptions, KMaxAvgPSettings, MaxP,
+                    MaxPOptions, MaxPSettings, SumP)
 
 LORA_LR = 1e-4  # RankLLaMA's learning rate for its LoRA adapters
 
@@ -51,9 +54,19 @@ class LLMSettings:
         super().__post_init__()
 
 
+class LLMOptions(ModelOptions, total=False):
+    """What the LLM models' keywords add (``LLMSettings``; its other fields are every model's)."""
+
+    lora: dict | None
+
+
 @dataclass(frozen=True)
 class LLMFirstPSettings(LLMSettings, FirstPSettings):
     """LLM FirstP's settings."""
+
+
+class LLMFirstPOptions(LLMOptions, FirstPOptions, total=False):
+    """LLM FirstP's keywords (``LLMFirstPSettings``)."""
 
 
 @dataclass(frozen=True)
@@ -61,14 +74,26 @@ class LLMMaxPSettings(LLMSettings, MaxPSettings):
     """LLM MaxP's and LLM SumP's settings."""
 
 
+class LLMMaxPOptions(LLMOptions, MaxPOptions, total=False):
+    """The keywords of LLM MaxP and LLM SumP (``LLMMaxPSettings``)."""
+
+
 @dataclass(frozen=True)
 class LLMKMaxAvgPSettings(LLMSettings, KMaxAvgPSettings):
     """LLM k-max average's settings."""
 
 
+class LLMKMaxAvgPOptions(LLMOptions, KMaxAvgPOptions, total=False):
+    """LLM k-max average's keywords (``LLMKMaxAvgPSettings``)."""
+
+
 @dataclass(frozen=True)
 class LLMLongPSettings(LLMSettings, LongPSettings):
     """LLM LongP's settings."""
+
+
+class LLMLongPOptions(LLMOptions, LongPOptions, total=False):
+    """LLM LongP's keywords (``LLMLongPSettings``)."""
 
 
 LLM_BATCH_TOKENS = 16 * 512  # a batch's tokens by default: 16 sequences of 512, or 2 of 4,096
@@ -149,12 +174,18 @@ class LLMFirstP(LLMCrossEncoder, FirstP):
     name = "llm_firstp"
     Settings = LLMFirstPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LLMFirstPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class LLMMaxP(LLMCrossEncoder, MaxP):
     """LLM MaxP: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024) scores each window, the best decides."""
 
     name = "llm_maxp"
     Settings = LLMMaxPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LLMMaxPOptions]):
+        self._load(model_name_or_path, options)
 
 
 class LLMSumP(LLMCrossEncoder, SumP):
@@ -163,12 +194,18 @@ class LLMSumP(LLMCrossEncoder, SumP):
     name = "llm_sump"
     Settings = LLMMaxPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LLMMaxPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class LLMKMaxAvgP(LLMCrossEncoder, KMaxAvgP):
     """LLM k-max average: a decoder-only LM (RankLLaMA, Ma et al. SIGIR 2024), the mean of the k best windows."""
 
     name = "llm_kmax_avgp"
     Settings = LLMKMaxAvgPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LLMKMaxAvgPOptions]):
+        self._load(model_name_or_path, options)
 
 
 class LLMLongP(LLMCrossEncoder, LongP):
@@ -177,3 +214,6 @@ class LLMLongP(LLMCrossEncoder, LongP):
 
     name = "llm_longp"
     Settings = LLMLongPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LLMLongPOptions]):
+        self._load(model_name_or_path, options)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._reranker import LongDocReranker
-from ..engine.settings import ModelSettings, one_of, setting
+from typing_extensions import Unpack
+
+from .._reranker import LongDocReranker, Source
+from ..engine.settings import ModelOptions, ModelSettings, one_of, setting
 from ..aggregators.heads import POOLINGS
 from ..aggregators.longp import LongPAggregator
 
@@ -26,6 +28,12 @@ class LongPSettings(ModelSettings):
         one_of(self, "pooling", (None, *POOLINGS))
 
 
+class LongPOptions(ModelOptions, total=False):
+    """LongP's keywords (``LongPSettings``)."""
+
+    pooling: str | None
+
+
 class LongP(LongDocReranker):
     """LongP: query and document in one sequence of a long encoder (Longformer, BigBird,
     ModernBERT, JinaBERT, ...), scored by the chunk head on [CLS] or mean pooling (a trained
@@ -40,3 +48,6 @@ class LongP(LongDocReranker):
     name = "longp"
     aggregator = LongPAggregator
     Settings = LongPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[LongPOptions]):
+        self._load(model_name_or_path, options)

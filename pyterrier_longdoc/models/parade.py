@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._reranker import LongDocReranker
-from ..engine.settings import ModelSettings, flag, one_of, positive_int, setting
+from typing_extensions import Unpack
+
+from .._reranker import LongDocReranker, Source
+from ..engine.settings import ModelOptions, ModelSettings, flag, one_of, positive_int, setting
 from ..aggregators.parade import AttentionAggregator, CNNAggregator, PooledAggregator, TransformerAggregator
 
 
@@ -26,12 +28,20 @@ class AvgPSettings(ModelSettings):
     max_chunks: int | None = setting(3, "chunks per document at most")
 
 
+class AvgPOptions(ModelOptions, total=False):
+    """AvgP's keywords (``AvgPSettings``)."""
+
+
 @dataclass(frozen=True)
 class ParadeSettings(ModelSettings):
     """PARADE's passages (Li et al.): 150-token windows every 75 tokens, 1431 document tokens in all."""
 
     window: int | None = setting(150, "tokens per passage")
     stride: int | None = setting(75, "tokens between the starts of two passages")
+
+
+class ParadeOptions(ModelOptions, total=False):
+    """The keywords of PARADE-Avg, -Max, -Sum and -Attn (``ParadeSettings``)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,12 @@ class ParadeCNNSettings(ParadeSettings):
     def __post_init__(self):
         super().__post_init__()
         positive_int(self, "layers")
+
+
+class ParadeCNNOptions(ParadeOptions, total=False):
+    """PARADE-CNN's keywords (``ParadeCNNSettings``)."""
+
+    layers: int
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,16 @@ class ParadeTransformerSettings(ParadeSettings):
         flag(self, "query_tokens")
 
 
+class ParadeTransformerOptions(ParadeOptions, total=False):
+    """PARADE-Transformer's keywords (``ParadeTransformerSettings``; ``aggregator_config`` is derived, never given)."""
+
+    layers: int | None
+    heads: int
+    init: str
+    aggregator_model: str | None
+    query_tokens: bool
+
+
 @dataclass(frozen=True)
 class ParadeTransformerPretrainedSettings(ParadeTransformerSettings):
     """PRETR: every layer of a pretrained encoder aggregates (a 6-layer MiniLM cross-encoder in Boytsov et al.)."""
@@ -78,11 +104,19 @@ class ParadeTransformerPretrainedSettings(ParadeTransformerSettings):
                                            "the encoder whose layers aggregate")
 
 
+class ParadeTransformerPretrainedOptions(ParadeTransformerOptions, total=False):
+    """PRETR's keywords (``ParadeTransformerPretrainedSettings``)."""
+
+
 @dataclass(frozen=True)
 class ParadeTransformerQSettings(ParadeTransformerPretrainedSettings):
     """PRETR-Q: PRETR with the first chunk's query token vectors."""
 
     query_tokens: bool = setting(True, "also feed the first chunk's projected query token vectors (-Q)")
+
+
+class ParadeTransformerQOptions(ParadeTransformerPretrainedOptions, total=False):
+    """PRETR-Q's keywords (``ParadeTransformerQSettings``)."""
 
 
 class AvgP(LongDocReranker):
@@ -93,6 +127,9 @@ class AvgP(LongDocReranker):
     aggregator_args = {"reduce": "mean"}
     Settings = AvgPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[AvgPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeAvg(LongDocReranker):
     """PARADE-Avg: the element-wise mean of the windows' [CLS] vectors, then the head."""
@@ -101,6 +138,9 @@ class ParadeAvg(LongDocReranker):
     aggregator = PooledAggregator
     aggregator_args = {"reduce": "mean"}
     Settings = ParadeSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeOptions]):
+        self._load(model_name_or_path, options)
 
 
 class ParadeMax(LongDocReranker):
@@ -111,6 +151,9 @@ class ParadeMax(LongDocReranker):
     aggregator_args = {"reduce": "max"}
     Settings = ParadeSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeSum(LongDocReranker):
     """PARADE-Sum: the element-wise sum of the windows' [CLS] vectors, then the head."""
@@ -120,6 +163,9 @@ class ParadeSum(LongDocReranker):
     aggregator_args = {"reduce": "sum"}
     Settings = ParadeSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeAttn(LongDocReranker):
     """PARADE-Attn: an attention-weighted sum of the windows' [CLS] vectors, then the head."""
@@ -128,6 +174,9 @@ class ParadeAttn(LongDocReranker):
     aggregator = AttentionAggregator
     Settings = ParadeSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeCNN(LongDocReranker):
     """PARADE-CNN: four stride-2 convolutions over the windows' [CLS] vectors, every level scored."""
@@ -135,6 +184,9 @@ class ParadeCNN(LongDocReranker):
     name = "parade_cnn"
     aggregator = CNNAggregator
     Settings = ParadeCNNSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeCNNOptions]):
+        self._load(model_name_or_path, options)
 
 
 class ParadeTransformer(LongDocReranker):
@@ -149,6 +201,9 @@ class ParadeTransformer(LongDocReranker):
     aggregator = TransformerAggregator
     Settings = ParadeTransformerSettings  # RAND-L2
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeTransformerOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeTransformerPretrained(ParadeTransformer):
     """PARADE-Transformer PRETR: the aggregator layers come from a pretrained encoder (all its
@@ -157,9 +212,15 @@ class ParadeTransformerPretrained(ParadeTransformer):
     name = "parade_transformer_pretr"
     Settings = ParadeTransformerPretrainedSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeTransformerPretrainedOptions]):
+        self._load(model_name_or_path, options)
+
 
 class ParadeTransformerQ(ParadeTransformerPretrained):
     """PARADE-Transformer PRETR-Q: also feeds the first chunk's projected query token vectors."""
 
     name = "parade_transformer_q"
     Settings = ParadeTransformerQSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[ParadeTransformerQOptions]):
+        self._load(model_name_or_path, options)

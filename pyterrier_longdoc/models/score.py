@@ -9,9 +9,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from typing_extensions import Unpack
+
 from .._build import InMemory, build_model
-from .._reranker import LongDocReranker
-from ..engine.settings import ModelSettings, positive_int, setting
+from .._reranker import LongDocReranker, Source
+from ..engine.settings import ModelOptions, ModelSettings, positive_int, setting
 from ..aggregators.score import ScoreAggregator
 
 
@@ -22,12 +24,20 @@ class FirstPSettings(ModelSettings):
     max_chunks: int | None = setting(1, "chunks per document at most: FirstP reads the first")
 
 
+class FirstPOptions(ModelOptions, total=False):
+    """FirstP's keywords (``FirstPSettings``' fields, the runtime options and how it loads)."""
+
+
 @dataclass(frozen=True)
 class MaxPSettings(ModelSettings):
     """The sliding windows of MaxP and SumP (Dai & Callan: 150 tokens every 100; 1431 tokens in all)."""
 
     window: int | None = setting(150, "tokens per window")
     stride: int | None = setting(100, "tokens between the starts of two windows")
+
+
+class MaxPOptions(ModelOptions, total=False):
+    """The keywords of MaxP and SumP (``MaxPSettings``)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,12 @@ class KMaxAvgPSettings(MaxPSettings):
         positive_int(self, "k")
 
 
+class KMaxAvgPOptions(MaxPOptions, total=False):
+    """The k-max average's keywords (``KMaxAvgPSettings``)."""
+
+    k: int
+
+
 class FirstP(LongDocReranker):
     """FirstP: the query with the start of the document (query + document <= 512 tokens)."""
 
@@ -49,6 +65,9 @@ class FirstP(LongDocReranker):
     aggregator_args = {"reduce": "first"}
     Settings = FirstPSettings
     crops = True  # reading the start only is FirstP's definition: no cropping warning unless warn_cropping=True
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[FirstPOptions]):
+        self._load(model_name_or_path, options)
 
     def as_maxp(self, **settings) -> MaxP:
         """The inference view of a segment-trained FirstP (BeST): a MaxP with a copy of its weights, reading
@@ -65,6 +84,9 @@ class MaxP(LongDocReranker):
     aggregator_args = {"reduce": "max"}
     Settings = MaxPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[MaxPOptions]):
+        self._load(model_name_or_path, options)
+
     def as_maxp(self, **settings) -> MaxP:
         """The model itself, or a MaxP with a copy of its weights and ``settings`` when they are given (as
         ``FirstP.as_maxp``: BeST's inference view)."""
@@ -79,6 +101,9 @@ class SumP(LongDocReranker):
     aggregator_args = {"reduce": "sum"}
     Settings = MaxPSettings
 
+    def __init__(self, model_name_or_path: Source, **options: Unpack[MaxPOptions]):
+        self._load(model_name_or_path, options)
+
 
 class KMaxAvgP(LongDocReranker):
     """k-max average: the mean of the ``k`` best windows' scores (k=3; window 150, stride 100)."""
@@ -87,6 +112,9 @@ class KMaxAvgP(LongDocReranker):
     aggregator = ScoreAggregator
     aggregator_args = {"reduce": "kmaxavg"}
     Settings = KMaxAvgPSettings
+
+    def __init__(self, model_name_or_path: Source, **options: Unpack[KMaxAvgPOptions]):
+        self._load(model_name_or_path, options)
 
 
 def _maxp_reading(model: FirstP | MaxP, settings: dict) -> MaxP:

@@ -51,8 +51,7 @@ def test_sdist_and_wheel_pass_twine_check_and_hold_what_a_user_needs(dist):
     package = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pyterrier_longdoc").rglob("*.py"))
     assert sorted(n for n in names if n.endswith(".py")) == package
     assert "pyterrier_longdoc/py.typed" in names  # type checkers read the package's annotations
-    stubs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pyterrier_longdoc").rglob("*.pyi"))
-    assert stubs and set(stubs) <= set(names)  # and the model classes' constructors, from the stubs
+    assert not [n for n in names if n.endswith(".pyi")]  # the modules themselves are what type checkers read
     assert "pyterrier-longdoc = pyterrier_longdoc.cli:main" in entry_points
     assert "reranker.pyterrier_longdoc = " in entry_points
     with tarfile.open(sdist) as t:
