@@ -7,7 +7,7 @@ import platform
 import re
 from pathlib import Path
 
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 
 from .engine.backbone import set_attention
 from .engine.model import LongDocModel

@@ -7,7 +7,6 @@ misspelt setting or a value of the wrong type."""
 import importlib.util
 import inspect
 import re
-import sys
 import tomllib
 import typing
 from pathlib import Path
