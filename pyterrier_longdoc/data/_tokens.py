@@ -53,16 +53,17 @@ class HFTokenizer:
     """
 
     def __init__(self, tokenizer: Any) -> None:
-        self._encode = text_offsets(tokenizer)
-        if self._encode is None:
+        encode = text_offsets(tokenizer)
+        if encode is None:
             raise ValueError(
                 f"{type(tokenizer).__name__} has no Rust backend (backend_tokenizer), so it cannot give "
                 "token offsets; load a fast tokenizer (AutoTokenizer.from_pretrained(path))"
             )
+        self._encode = encode
         self.name = getattr(tokenizer, "name_or_path", type(tokenizer).__name__)
 
     def spans(self, text: str) -> list[Span]:
-        return [tuple(o) for o in self._encode(text)[0]]
+        return [(start, end) for start, end in self._encode(text)[0]]
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name!r})"

@@ -11,7 +11,9 @@ offsets). Collections that cannot hold them (MS MARCO, Robust04) have ``None`` t
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 import pandas as pd
 import pyterrier as pt
@@ -23,9 +25,12 @@ class Collection:
 
     topics: pd.DataFrame
     qrels: pd.DataFrame
-    text: pt.Transformer
     documents: pd.DataFrame | None
     positions: pd.DataFrame | None
+
+    if TYPE_CHECKING:  # a field of some collections, a property of others: to a type checker, read-only
+        @property
+        def text(self) -> pt.Transformer: ...
 
     def __iter__(self) -> Iterator:
         return iter((self.topics, self.qrels, self.text))
@@ -37,7 +42,7 @@ class Collection:
         for docno, text in zip(self.documents["docno"], self.documents["text"]):
             yield {"docno": docno, "text": text}
 
-    def _with_topics(self, qids: set) -> dict[str, pd.DataFrame | None]:
+    def _with_topics(self, qids: set) -> TopicFrames:
         """``topics``, ``qrels`` and ``positions`` restricted to ``qids``."""
         def select(frame):
             return None if frame is None else frame[frame["qid"].isin(qids)].reset_index(drop=True)
@@ -45,8 +50,18 @@ class Collection:
         return {"topics": select(self.topics), "qrels": select(self.qrels), "positions": select(self.positions)}
 
 
+class TopicFrames(TypedDict):
+    """A collection's frames that follow its topics (``Collection._with_topics``)."""
+
+    topics: pd.DataFrame | None
+    qrels: pd.DataFrame | None
+    positions: pd.DataFrame | None
+
+
 class InMemoryCollection(Collection):
     """A collection whose ``documents`` are in memory: ``text`` reads them."""
+
+    documents: pd.DataFrame
 
     @property
     def text(self) -> pt.Transformer:
@@ -56,6 +71,7 @@ class InMemoryCollection(Collection):
         return TextLoader(self.documents[["docno", "text"]], "text")
 
 
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class SplitCollection(InMemoryCollection):
     """An in-memory collection whose topics say which split each query is in (``split``: one of
     ``splits``) and where its answer sits (``position``: 'near', inside what FirstP reads, or 'far',
@@ -66,7 +82,7 @@ class SplitCollection(InMemoryCollection):
     topics: pd.DataFrame
     qrels: pd.DataFrame
     positions: pd.DataFrame
-    splits = ("train", "test")
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
 
     docs = property(lambda self: self.documents)  # version 0.1's name
 

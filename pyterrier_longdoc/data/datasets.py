@@ -70,8 +70,8 @@ class DocumentText(pt.Transformer):
         self.dataset = dataset
         self.fields = tuple(fields)
         self.text_field = text_field
-        self.name = name
-        self._store = None
+        self.name = name or "ir_datasets"
+        self._store: Any = None  # the ir_datasets docstore (untyped), opened at the first call
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["docno"], context=self)
@@ -89,7 +89,7 @@ class DocumentText(pt.Transformer):
         return inp.assign(**{self.text_field: [texts[d] for d in docnos]})
 
     def __repr__(self) -> str:
-        return f"DocumentText({self.name or 'ir_datasets'}, fields={list(self.fields)})"
+        return f"DocumentText({self.name}, fields={list(self.fields)})"
 
 
 @dataclass

@@ -244,7 +244,8 @@ def dictionary_task(source: str = "foldoc", path: str | Path | None = None, *, e
         hidden = _hide(text, term)
         if len(hidden.split()) >= min_words and hidden.lower().count("this") <= 4:
             eligible.append((docno, term, hidden))
-    covered, unique = set(), []
+    covered: set[str] = set()
+    unique = []
     for row in eligible:  # "actor", "Actor" and "actors": one query per term
         if not _forms(row[1]) & covered:
             covered |= _forms(row[1])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 import pyterrier as pt
@@ -134,7 +134,8 @@ class TextLoader(pt.Transformer):
         self._irds = None
         if isinstance(source, str) and source.startswith("irds:"):
             # PyTerrier already reads ir_datasets docstores; use its loader as is
-            self._irds = pt.get_dataset(source).text_loader(fields, verbose=verbose)
+            dataset: Any = pt.get_dataset(source)  # an IRDSDataset: pt.datasets.Dataset declares no text_loader
+            self._irds = dataset.text_loader(fields, verbose=verbose)
             self.fields = list(self._irds.fields)
             return
         docs = _as_frame(source).copy()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +81,7 @@ class ProseCollection(SplitCollection):
     topics: pd.DataFrame
     qrels: pd.DataFrame
     positions: pd.DataFrame
-    splits = ("train", "test", "passage")
+    splits: ClassVar[tuple[str, ...]] = ("train", "test", "passage")
 
 
 def prose_collection(*, train_queries: int = 80, test_queries: int = 50, passage_queries: int = 400, tokenizer=None,

@@ -364,6 +364,11 @@ def _document(
 
 
 # --- the collection ----------------------------------------------------------------------------
+# version 0.1's names of the position columns (``answers``)
+_OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word_start": "start_word",
+                       "word_end": "end_word"}
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class SyntheticCollection(SplitCollection):
     """A generated collection; see :func:`make_collection` (the shape of
@@ -387,9 +392,6 @@ class SyntheticCollection(SplitCollection):
     # version 0.1's name
     answers = property(lambda self: self.positions.rename(columns=_OLD_POSITION_NAMES))
 
-
-_OLD_POSITION_NAMES = {"char_start": "start_char", "char_end": "end_char", "word_start": "start_word",
-                       "word_end": "end_word"}
 
 
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,

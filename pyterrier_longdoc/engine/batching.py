@@ -131,7 +131,7 @@ def build_batch(plan: ChunkPlan, index: np.ndarray, query_ids: Sequence[np.ndarr
     are built while the device waits (a batch of 256 sequences ~3.6x faster than a loop per row)."""
     docs = plan.doc[index]
     prefix, middle, suffix = (np.asarray(x, dtype=np.int64) for x in (layout.prefix, layout.middle, layout.suffix))
-    pieces = []
+    pieces: list[np.ndarray] = []
     for k, i in zip(index, docs):
         pieces += (prefix, query_ids[i], middle, doc_ids[i][plan.start[k]:plan.end[k]], suffix)
     lengths = plan.lengths[index]

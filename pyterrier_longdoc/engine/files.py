@@ -18,10 +18,10 @@ from pathlib import Path
 
 from .._warn import warn
 
-try:
-    import fcntl
-except ImportError:  # Windows: no folder locks, so a killed save's folder is not told from a live one's, and kept
+if sys.platform == "win32":  # no folder locks, so a killed save's folder is not told from a live one's, and kept
     fcntl = None
+else:
+    import fcntl
 
 
 class MalformedInputError(ValueError):

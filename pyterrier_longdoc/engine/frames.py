@@ -165,7 +165,7 @@ def normal_form_twins(missing: Iterable[str], present: Iterable[str]) -> list[tu
     """``(id, twin)`` for each of ``missing`` that differs from a ``twin`` among ``present`` only
     in Unicode normal form (equal after NFC): the two print alike, yet are different ids. The
     library compares ids as given and never normalises them itself."""
-    by_form = {}
+    by_form: dict[str, str] = {}
     for docno in present:
         by_form.setdefault(unicodedata.normalize("NFC", docno), docno)
     twins = [(docno, by_form.get(unicodedata.normalize("NFC", docno))) for docno in missing]

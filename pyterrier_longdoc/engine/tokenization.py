@@ -16,6 +16,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 
@@ -139,7 +140,7 @@ class Tokenization:
                     ids[i], cropped[i] = tokens, was_cropped
                 if remember:
                     self._remember(key, (tokens, was_cropped))
-        return ids, cropped
+        return cast(list[np.ndarray], ids), cropped  # every text's ids: from the cache or the tokenizer
 
     def __getstate__(self) -> dict:
         # pickled (e.g. for PyTerrier's .parallel()) without the encode closure, rebuilt on load
