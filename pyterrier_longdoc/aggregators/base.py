@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch import nn
 
 from .heads import LinearHead, pool
 
+
+Features = torch.Tensor | tuple[torch.Tensor, ...]  # what chunk_features keeps of an encoder batch
 
 class ChunkBatch(Protocol):
     """What a head reads of the engine's batch (``engine.batching.ChunkBatch``): the heads sit below the
@@ -82,7 +85,7 @@ class Aggregator(nn.Module):
         global attention)."""
         return {}
 
-    def chunk_features(self, output, batch: ChunkBatch) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    def chunk_features(self, output, batch: ChunkBatch) -> Features:
         """By default the chunk's vector as its head pools it ([CLS] of the last layer, or ModernBERT's mean)."""
         return pool(output, batch.attention_mask, getattr(getattr(self, "head", None), "pooling", "cls"))
 
@@ -107,10 +110,11 @@ class Aggregator(nn.Module):
         ``reads_leading_only``: by default 1, [CLS]."""
         return 1
 
-    def forward(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    # features: what this aggregator's chunk_features kept, regrouped per document (a tensor, or its own tuple)
+    def forward(self, features: Any, mask: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def window_weights(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def window_weights(self, features: Any, mask: torch.Tensor) -> torch.Tensor:
         """``[documents, chunks]``: how much each window counts in ``forward``'s score (where
         ``window_weights_column`` says what that is); ``forward`` computes its score from them."""
         raise NotImplementedError(f"{type(self).__name__} gives no window a weight of its own")
@@ -122,7 +126,7 @@ _window_weights_sink: ContextVar[list | None] = ContextVar("window_weights_sink"
 
 
 @contextlib.contextmanager
-def recorded_window_weights():
+def recorded_window_weights() -> Iterator[list]:
     """Yields a list that every aggregator call made in this thread inside the block extends with
     its documents' window weights (``window_weights`` of the windows each document has, as numpy
     arrays), in the order scored; calls of other threads, at the same time, add nothing."""

@@ -59,6 +59,15 @@ class CedrAggregator(Aggregator):
     def build(self, channels: int, chunking) -> None:
         raise NotImplementedError
 
+    def signal(self, sim: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> torch.Tensor:
+        """A chunk's signal from its similarity matrices (what the chunk keeps)."""
+        raise NotImplementedError
+
+    def score(self, signal: torch.Tensor, mask: torch.Tensor, query_mask: torch.Tensor,
+              cls: torch.Tensor) -> torch.Tensor:
+        """A document's score from its chunks' signals and its mean [CLS]."""
+        raise NotImplementedError
+
     def chunk_features(self, output, batch):
         sim, query_mask, doc_mask = similarity_matrices(output, batch)
         return self.signal(sim, query_mask, doc_mask), query_mask, output.last_hidden_state[:, 0]

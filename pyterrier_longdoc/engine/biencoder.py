@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import torch
 
 from .batching import ChunkBatch
-from .chunking import Chunking, SpecialLayout
+from .chunking import CHUNKING_DEFAULTS, Chunking, SpecialLayout
 from .model import LongDocModel, Scored, Tokens
 
 
@@ -37,6 +38,7 @@ class BiEncoderModel(LongDocModel):
 
     def read_with(self, chunking: Chunking) -> None:
         queries = chunking.max_query_tokens
+        assert queries is not None and chunking.max_length is not None  # resolved: integers in a model's Chunking
         # the windows' chunking: max_query_tokens of room that no query takes
         super().read_with(dataclasses.replace(chunking, max_length=chunking.max_length + queries))
         self.query_layout = SpecialLayout.single(self.tokenizer, chunking.query_prefix)
@@ -54,7 +56,7 @@ class BiEncoderModel(LongDocModel):
         """A query as long as the model reads, as sentence-transformers truncates it: ``max_length``
         less its special tokens and prompt."""
         layout = SpecialLayout.single(tokenizer, chunk_settings.get("query_prefix", ""))
-        return chunk_settings.get("max_length", Chunking.max_length) - layout.n_special
+        return chunk_settings.get("max_length", CHUNKING_DEFAULTS["max_length"]) - layout.n_special
 
     def train(self, mode: bool = True):
         if mode:  # training changes the weights: every stored embedding goes stale
@@ -99,7 +101,7 @@ class BiEncoderModel(LongDocModel):
 
     def encode_queries(self, batch: ChunkBatch) -> torch.Tensor:
         """The embeddings of a batch of queries (each in the document slot of its sequence)."""
-        return LongDocModel.encode(self, batch)
+        return cast(torch.Tensor, LongDocModel.encode(self, batch))  # a bi-encoder's: one vector per sequence
 
     def _encode_queries_on_device(self, batch: ChunkBatch) -> torch.Tensor:
         return self.encode_queries(batch.to(self.device))

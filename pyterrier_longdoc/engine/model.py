@@ -23,7 +23,7 @@ from .config import ModelConfig
 from .fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linears, supports_partial_last_layer
 from .runtime import Runtime
 from .weights import load_folder_weights, write_folder
-from ..aggregators.base import Aggregator
+from ..aggregators.base import Aggregator, Features
 
 
 @dataclass
@@ -171,7 +171,7 @@ class LongDocModel(ObservedStages, nn.Module):
         memo = {id(t): t for t in (self.tokenizer, self.tokenization, self.query_tokenization, self.runtime)}
         return copy.deepcopy(self, memo).to(device).eval()
 
-    def encode(self, batch: ChunkBatch) -> torch.Tensor:
+    def encode(self, batch: ChunkBatch) -> Features:
         """Per-chunk features of one batch (the aggregator decides what it keeps)."""
         # oneDNN's kernel has no autocast rule and no gradient: fp32 inference only
         onednn = (self.runs_onednn_linears and not torch.is_grad_enabled()
@@ -208,6 +208,7 @@ class LongDocModel(ObservedStages, nn.Module):
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> Tokens:
         """The ids this model reads of each query and document (cropped to what it reads); training
         reads each document once an epoch, so in training mode the cache is read, not filled."""
+        assert self.chunking.max_query_tokens is not None  # resolved: an integer in a model's Chunking
         query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens, not self.training)
         doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout), not self.training)
         return Tokens(query_ids, query_cropped, doc_ids, doc_cropped)
