@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 from torch import nn
 
-from .heads import LinearHead, pool
+from .heads import Head, LinearHead, pool
 
 
 Features = torch.Tensor | tuple[torch.Tensor, ...]  # what chunk_features keeps of an encoder batch
@@ -54,7 +54,9 @@ class Aggregator(nn.Module):
     #: vector at zero: equal weights), so that over a trained cross-encoder the model ranks before any training
     neutral_start: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, hidden_size: int, head: nn.Module | None = None):
+    head: Head  # where chunk_head
+
+    def __init__(self, hidden_size: int, head: Head | None = None):
         super().__init__()
         self.hidden_size = hidden_size
         if self.chunk_head:

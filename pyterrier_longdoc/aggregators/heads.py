@@ -8,8 +8,13 @@ the cross-encoder's score of the same pair.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 POOLINGS = ("cls", "mean", "last")
 
@@ -102,16 +107,19 @@ class ClassifierHead(nn.Module):
         return logits.reshape(*shape, 1)
 
 
+
+Head = LinearHead | ClassifierHead  # a chunk head: a new linear one, or a trained cross-encoder's
+
 def is_sequence_classifier(model: nn.Module) -> bool:
     return type(model).__name__.endswith("ForSequenceClassification")
 
 
-def split_sequence_classifier(model: nn.Module) -> tuple[nn.Module, ClassifierHead]:
+def split_sequence_classifier(model: PreTrainedModel) -> tuple[nn.Module, ClassifierHead]:
     """The encoder and the head of a transformers ``*ForSequenceClassification`` model."""
     prefix = model.base_model_prefix
     encoder = getattr(model, prefix)
     modules = {name: module for name, module in model.named_children() if name != prefix}
-    in_encoder = ()
+    in_encoder: tuple[str, ...] = ()
     if set(modules) == {"dropout", "classifier"} and isinstance(getattr(encoder, "pooler", None), nn.Module):
         modules["pooler"] = encoder.pooler  # BERT keeps its pooler in the encoder: it belongs to the head
         encoder.pooler = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-from .heads import POOLINGS
+from .heads import POOLINGS, Head
 from .score import ScoreAggregator
 
 
@@ -25,7 +25,7 @@ class LongPAggregator(ScoreAggregator):
     depends slightly on how much padding its batch adds; use ``batch_size=1`` to rule that out.
     """
 
-    def __init__(self, hidden_size: int, pooling: str | None = None, head=None):
+    def __init__(self, hidden_size: int, pooling: str | None = None, head: Head | None = None):
         super().__init__(hidden_size, reduce="first", head=head)
         if pooling is not None and pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS} or None, got {pooling!r}")

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .base import Aggregator, expand_mask, masked_reduce, recorded, select_tokens
+from .heads import Head
 
 
 class PooledAggregator(Aggregator):
@@ -27,7 +28,7 @@ class PooledAggregator(Aggregator):
 
     chunk_head = True
 
-    def __init__(self, hidden_size: int, reduce: str, head: nn.Module | None = None):
+    def __init__(self, hidden_size: int, reduce: str, head: Head | None = None):
         super().__init__(hidden_size, head)
         self.reduce = reduce
 
@@ -53,7 +54,7 @@ class AttentionAggregator(Aggregator):
     window_weights_column = "window_attention"
     neutral_start = ("query_vector",)
 
-    def __init__(self, hidden_size: int, head: nn.Module | None = None):
+    def __init__(self, hidden_size: int, head: Head | None = None):
         super().__init__(hidden_size, head)
         self.query_vector = nn.Parameter(torch.zeros(hidden_size))
 

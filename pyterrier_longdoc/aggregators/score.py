@@ -7,9 +7,9 @@ SIGIR 2019 (FirstP, MaxP, SumP); the mean of the k best passage scores as in Che
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from .base import Aggregator, masked_reduce, recorded
+from .heads import Head
 
 REDUCTIONS = ("first", "max", "sum", "kmaxavg")
 
@@ -21,7 +21,7 @@ class ScoreAggregator(Aggregator):
     tunable = ("k",)  # how many window scores the mean takes: no weight depends on it
     window_weights_column = "window_scores"
 
-    def __init__(self, hidden_size: int, reduce: str, k: int = 3, head: nn.Module | None = None):
+    def __init__(self, hidden_size: int, reduce: str, k: int = 3, head: Head | None = None):
         super().__init__(hidden_size, head)
         if reduce not in REDUCTIONS:
             raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
