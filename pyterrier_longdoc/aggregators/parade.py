@@ -8,13 +8,16 @@ and Leaderboarding" (mean [CLS] of up to three disjoint 477-token chunks).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 from torch import nn
 
 from .base import Aggregator, expand_mask, masked_reduce, recorded, select_tokens
-from .heads import Head
+from .heads import Head, LinearHead
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class PooledAggregator(Aggregator):
@@ -128,7 +131,8 @@ class TransformerAggregator(Aggregator):
         if init not in ("random", "pretrained"):
             raise ValueError(f"init must be 'random' or 'pretrained', got {init!r}")
         self.init, self.query_tokens = init, query_tokens
-        self.encoder, start = None, None
+        self.encoder: PreTrainedModel | None = None  # PRETR's aggregator encoder
+        start = None
         self.layers = nn.ModuleList()
         if init == "random":
             self.layers.extend(nn.TransformerEncoderLayer(hidden_size, heads, dim_feedforward=4 * hidden_size,
@@ -141,7 +145,7 @@ class TransformerAggregator(Aggregator):
         self.cls_vector = nn.Parameter(torch.empty(width).normal_(std=0.02) if start is None else start)
         self.project = nn.Identity() if width == hidden_size else nn.Linear(hidden_size, width)
         self.project_query = nn.Linear(hidden_size, width) if query_tokens else None
-        self.head = nn.Linear(width, 1)
+        self.head = LinearHead(width)  # on the output at C
 
     def saved_settings(self) -> dict:
         # the aggregator encoder's config is saved with the model, so loading needs no aggregator_model
@@ -174,7 +178,7 @@ class TransformerAggregator(Aggregator):
     def forward(self, features, mask: torch.Tensor) -> torch.Tensor:
         cls = features[0] if self.query_tokens else features
         parts, masks = [self.project(cls)], [mask]
-        if self.query_tokens:  # the query tokens of the first chunk
+        if self.project_query is not None:  # -Q: the query tokens of the first chunk
             parts.insert(0, self.project_query(features[1][:, 0]))
             masks.insert(0, features[2][:, 0])
         start = self.cls_vector.expand(len(mask), 1, -1)
@@ -195,20 +199,20 @@ class TransformerAggregator(Aggregator):
         return self.head(x[:, 0]).squeeze(-1)
 
 
-def _cls_embedding(encoder: nn.Module, tokenizer) -> torch.Tensor | None:
+def _cls_embedding(encoder: PreTrainedModel, tokenizer) -> torch.Tensor | None:
     """The word embedding of the tokenizer's [CLS] (or <s>) token, if it has one."""
     cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
     embeddings = encoder.get_input_embeddings()
-    return None if cls_id is None or embeddings is None else embeddings.weight[cls_id].detach().clone()
+    return None if cls_id is None or embeddings is None else embeddings.get_parameter("weight")[cls_id].detach().clone()
 
 
-def _aggregator_encoder(loaded: tuple[nn.Module, object | None]) -> tuple[nn.Module, torch.Tensor | None]:
+def _aggregator_encoder(loaded: tuple[PreTrainedModel, object | None]) -> tuple[PreTrainedModel, torch.Tensor | None]:
     """PRETR: the engine's aggregator encoder (and its tokenizer, None when loaded from a saved config:
     the weights come from the model's safetensors) without word embeddings and pooler, and the [CLS]
     embedding to start ``C`` from."""
     encoder, tokenizer = loaded
     start = None if tokenizer is None else _cls_embedding(encoder, tokenizer)
-    encoder.set_input_embeddings(None)  # discarded: the aggregator reads inputs_embeds
-    if getattr(encoder, "pooler", None) is not None:
-        encoder.pooler = None
+    encoder.set_input_embeddings(None)  # type: ignore[arg-type]  # transformers takes None: the table discarded,
+    if getattr(encoder, "pooler", None) is not None:  # the aggregator reads inputs_embeds; and the pooler
+        encoder.register_module("pooler", None)
     return encoder, start

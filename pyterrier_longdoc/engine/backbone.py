@@ -13,12 +13,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from torch import nn
 
 from .config import ModelConfig
 from .files import check_safetensors, damaged_json
 from .lora import adapter_folder, merged_adapter_model
 from .._warn import warn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 # the JSON files a tokenizer is read from (transformers and tokenizers name none of them when one is damaged)
@@ -209,8 +214,8 @@ def aggregator_encoder(source: str | None, layers: int | None, config: dict | No
         return model_from_config(config, sequence_classifier=False), None
     if source is None:
         raise ValueError("init='pretrained' needs aggregator_model, a HuggingFace encoder (hub id or directory)")
-    loaded = load_pretrained(source, sequence_classifier=False,
-                             **({} if layers is None else {"num_hidden_layers": layers}))
+    loaded = (load_pretrained(source, sequence_classifier=False) if layers is None
+              else load_pretrained(source, sequence_classifier=False, num_hidden_layers=layers))
     return loaded.model, loaded.tokenizer
 
 
@@ -221,7 +226,7 @@ def remote_code_files(model: nn.Module) -> list[str]:
     from transformers.dynamic_module_utils import get_relative_import_files
 
     module = sys.modules.get(type(model).__module__)
-    if not type(model).__module__.startswith("transformers_modules.") or module is None:
+    if not type(model).__module__.startswith("transformers_modules.") or module is None or module.__file__ is None:
         return []
     return [module.__file__, *get_relative_import_files(module.__file__)]
 
@@ -249,17 +254,17 @@ def attention_dropout_sites(model: nn.Module) -> list[tuple[object, str, float]]
     """``(owner, attribute, rate)`` of every attention dropout in ``model`` that the library knows
     how to set (empty for an encoder it does not know): BERT-style self-attention's ``dropout``
     module, or an ``attention_dropout`` rate (Llama, Qwen2, ModernBERT)."""
-    sites = []
+    sites: list[tuple[object, str, float]] = []
     for module in model.modules():
-        if isinstance(getattr(module, "attention_dropout", None), float):
-            sites.append((module, "attention_dropout", module.attention_dropout))
-        elif type(module).__name__.endswith("SelfAttention") and isinstance(getattr(module, "dropout", None),
-                                                                            nn.Dropout):
-            sites.append((module.dropout, "p", module.dropout.p))
+        rate, dropout = getattr(module, "attention_dropout", None), getattr(module, "dropout", None)
+        if isinstance(rate, float):
+            sites.append((module, "attention_dropout", rate))
+        elif type(module).__name__.endswith("SelfAttention") and isinstance(dropout, nn.Dropout):
+            sites.append((dropout, "p", dropout.p))
     return sites
 
 
-def enable_gradient_checkpointing(encoder: nn.Module) -> None:
+def enable_gradient_checkpointing(encoder: PreTrainedModel) -> None:
     """Recompute ``encoder``'s activations in the backward pass instead of keeping them (transformers'
     checkpointing; active in training mode only). Non-reentrant, so gradients reach LoRA adapters
     and the layers' parameters even where the encoder's inputs need none."""
@@ -300,7 +305,7 @@ def training_attention_dropout(model: nn.Module, p: float | None):
             setattr(owner, name, value)
 
 
-def set_attention(encoder: nn.Module, attn_implementation: str | None) -> None:
+def set_attention(encoder: PreTrainedModel, attn_implementation: str | None) -> None:
     """transformers' attention kernel ``attn_implementation`` for ``encoder`` (None: leave it);
     transformers' own error for a kernel it cannot use (e.g. flash-attn not installed), and ours
     where the architecture cannot change its kernel once built."""

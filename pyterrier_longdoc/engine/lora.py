@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any, overload
 
 import torch
 from torch import nn
@@ -32,6 +33,10 @@ def _peft():
     return peft
 
 
+@overload
+def lora_settings(lora: dict) -> dict: ...
+@overload
+def lora_settings(lora: None) -> None: ...
 def lora_settings(lora: dict | None) -> dict | None:
     """``lora`` completed with the defaults; an error names an unknown key."""
     if lora is None:
@@ -84,7 +89,7 @@ def save_adapter(encoder: nn.Module, head: nn.Module, path: Path, base_model: st
     from safetensors.torch import save_file
 
     peft = _peft()
-    config = encoder.peft_config["default"]
+    config = vars(encoder)["peft_config"]["default"]  # peft's plain attribute
     prefix = f"base_model.model.{encoder.base_model_prefix}."
     tensors = {prefix + name.replace(".default", ""): value for name, value in encoder.state_dict().items()
                if "lora_" in name}
@@ -101,7 +106,8 @@ def redraw_fresh_lora(encoder: nn.Module, seed: int) -> bool:
     """Draws the ``A`` matrices of adapters that were never trained (every ``B`` still 0) again
     from ``seed`` (peft's initialisation), so that a fit starts from the same adapters in every
     process; the scores do not change (B = 0). False when there are no fresh adapters."""
-    layers = [m for m in encoder.modules() if isinstance(getattr(m, "lora_A", None), nn.ModuleDict)]
+    layers: list[Any] = [m for m in encoder.modules()  # peft's LoRA layers: lora_A and lora_B are ModuleDicts
+                         if isinstance(getattr(m, "lora_A", None), nn.ModuleDict)]
     if not layers or any(bool(b.weight.any()) for m in layers for b in m.lora_B.values()):
         return False
     with torch.random.fork_rng(devices=[]), torch.no_grad():

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,6 +25,9 @@ from .fast_paths import fast_paths, onednn_linears_faster, supports_onednn_linea
 from .runtime import Runtime
 from .weights import load_folder_weights, write_folder
 from ..aggregators.base import Aggregator, Features
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass
@@ -105,7 +109,7 @@ class LongDocModel(ObservedStages, nn.Module):
 
     code_files: tuple = ()
 
-    def __init__(self, encoder: nn.Module, tokenizer, aggregator: Aggregator, chunking: Chunking):
+    def __init__(self, encoder: PreTrainedModel, tokenizer, aggregator: Aggregator, chunking: Chunking):
         super().__init__()
         self.encoder = encoder
         self.aggregator = aggregator
