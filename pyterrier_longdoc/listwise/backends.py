@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,14 @@ class ChatBackend:
     knows them, are RankGPT's defaults for the token budget."""
 
     model: str
-    tokenizer = None
+    tokenizer: Any = None  # a HuggingFace tokenizer, when the backend knows it
     context_tokens: int | None = None
-    answer_tokens: int | None = None  # the cap on an answer's length, when the backend sets one
     _key_variable: str | None = None
+
+    @property
+    def answer_tokens(self) -> int | None:
+        """The cap on an answer's length, when the backend sets one."""
+        return None
 
     def complete(self, messages: list[dict]) -> Reply:
         raise NotImplementedError

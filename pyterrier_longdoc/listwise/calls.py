@@ -44,7 +44,7 @@ class ChatCalls:
         if retries < 0 or backoff < 0:
             raise ValueError(f"retries and backoff must be >= 0, got {retries} and {backoff}")
         self.backend, self.retries, self.backoff, self.max_backoff = backend, retries, backoff, max_backoff
-        self.cache = {} if cache or cache_dir else None
+        self.cache: dict[str, str] | None = {} if cache or cache_dir else None  # answers by key
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.usage = dict.fromkeys(USAGE_KEYS, 0)
         self._lock = threading.Lock()
@@ -61,23 +61,24 @@ class ChatCalls:
         return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
 
     def __call__(self, messages: list[dict]) -> str:
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             return self._send(messages)
         key = self.key(messages)
         with self._in_flight_lock:  # a prompt another thread is sending is waited for, not sent again
-            answer = self._cached(key)
+            answer = self._cached(cache, key)
             waiting = self._in_flight.get(key) if answer is None else None
-            sending = answer is None and waiting is None
-            if sending:
+            if answer is None and waiting is None:
                 self._in_flight[key] = Future()
-        if not sending:
-            answer = answer if waiting is None else waiting.result()
+        if waiting is not None:
+            answer = waiting.result()
+        if answer is not None:  # cached, or sent by the other thread
             self.count(cache_hits=1)
             return answer
         future = self._in_flight[key]
         try:
             answer = self._send(messages)
-            self._store(key, answer)
+            self._store(cache, key, answer)
         except BaseException as error:
             future.set_exception(error)
             raise
@@ -121,31 +122,33 @@ class ChatCalls:
         message = self.backend.scrub(f"{self.backend!r}: request failed after {attempts} attempt(s): {what}: {error}")
         return ChatCallError(message)
 
-    def _path(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.json"
+    @staticmethod
+    def _path(cache_dir: Path, key: str) -> Path:
+        return cache_dir / key[:2] / f"{key}.json"
 
-    def _cached(self, key: str) -> str | None:
-        if key in self.cache:
-            return self.cache[key]
-        if self.cache_dir is not None and self._path(key).is_file():
+    def _cached(self, cache: dict[str, str], key: str) -> str | None:
+        if key in cache:
+            return cache[key]
+        path = None if self.cache_dir is None else self._path(self.cache_dir, key)
+        if path is not None and path.is_file():
             try:
-                saved = json.loads(self._path(key).read_text(encoding="utf-8"))
+                saved = json.loads(path.read_text(encoding="utf-8"))
             except ValueError:  # a damaged file (cut short) is asked again and rewritten
                 return None
             if not isinstance(saved, dict) or not isinstance(saved.get("answer"), str):
                 # valid JSON, but not written by ChatCalls: refused rather than guessed at or overwritten
-                raise MalformedInputError(self._path(key), None, "a RankGPT cache file holding valid JSON of the "
+                raise MalformedInputError(path, None, "a RankGPT cache file holding valid JSON of the "
                                           'wrong shape: expected {"answer": "<the model\'s answer text>"}, got '
                                           f"{json.dumps(saved)[:80]}; delete the file to ask the model again")
-            self.cache[key] = saved["answer"]
-            return self.cache[key]
+            cache[key] = saved["answer"]
+            return cache[key]
         return None
 
-    def _store(self, key: str, answer: str) -> None:
-        self.cache[key] = answer
+    def _store(self, cache: dict[str, str], key: str, answer: str) -> None:
+        cache[key] = answer
         if self.cache_dir is None:
             return
-        path = self._path(key)
+        path = self._path(self.cache_dir, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False) as f:
             json.dump({"answer": answer}, f, ensure_ascii=False)

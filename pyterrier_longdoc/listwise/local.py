@@ -35,8 +35,12 @@ class TransformersChat(ChatBackend):
                              "instruction-tuned (chat) model")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self._model.to(self.device).eval()
-        self.max_new_tokens = self.answer_tokens = max_new_tokens
+        self.max_new_tokens = max_new_tokens
         self.context_tokens = getattr(self._model.config, "max_position_embeddings", None)
+
+    @property
+    def answer_tokens(self) -> int | None:
+        return self.max_new_tokens
 
     @property
     def settings(self) -> dict:

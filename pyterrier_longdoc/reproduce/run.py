@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..models import model_class
+from ..models import LongDocReranker, model_class
 from ..training import SegmentShuffle, TrainingArguments, train_long_document_ranker
 from ..training.fit_loop import run_metric
 from .registry import Column, Row
@@ -32,7 +32,8 @@ def run_row(row: Row, output_dir: str | Path, sources: Sources, *, backbone: str
     ``dtype``, ``batch_size``)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    recipe, measured, seconds = row.recipe, {cell.column.name: {} for cell in row.cells}, {}
+    measured: dict[str, dict] = {cell.column.name: {} for cell in row.cells}
+    recipe, seconds = row.recipe, {}
     # the row's precision (MOSAIC: fp32) unless the caller sets one
     model_options = {**({"dtype": recipe.dtype} if recipe.dtype else {}), **(model_options or {})}
     for seed in recipe.seeds:
@@ -118,7 +119,8 @@ def _longembed(column: Column, model, sources: Sources, tokenizer: str) -> float
 
 def _fine_tuned(row: Row, saved: Path, seed: int, model_options: dict):
     """A fresh copy of the MS MARCO model of this seed, to fine-tune."""
-    return model_class(row.model).from_pretrained(str(saved), **model_options)
+    model: type[LongDocReranker] = model_class(row.model)
+    return model.from_pretrained(str(saved), **model_options)
 
 
 def _folds(row: Row, column: Column, saved: Path, sources: Sources, seed: int, model_options: dict) -> float:

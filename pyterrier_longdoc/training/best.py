@@ -174,7 +174,7 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
         histories.append(history.assign(iteration=iteration))
         row = {"iteration": iteration, "segments": len(seg_qrels) + len(seg_candidates), "steps": len(history),
                "loss": float(history["loss"].mean()) if len(history) else float("nan")}
-        if validating:
+        if validation is not None:
             inference = as_maxp(reranker)
             value = evaluate(inference, *validation, valid_metric, valid_lookup)
             row[valid_metric] = value
@@ -189,8 +189,8 @@ def fit_best(model_factory: Callable[[], object], topics: pd.DataFrame, qrels: p
             break
     table = pd.DataFrame(rows)
     table["chosen"] = table["iteration"] == best_iteration
-    if not validating:
-        best_model = as_maxp(best_model)
+    if not validating:  # the one model trained
+        best_model = as_maxp(reranker)
     return BestResult(best_model, table, pd.concat(histories, ignore_index=True), selections)
 
 

@@ -223,7 +223,8 @@ def _rng_key(rank: int) -> str:
 
 
 def _split_optimizer_state(state_dict: dict) -> tuple[dict[str, torch.Tensor], dict]:
-    tensors, plain_state = {}, {}
+    tensors: dict[str, torch.Tensor] = {}
+    plain_state: dict = {}
     for param, values in state_dict["state"].items():
         for key, value in values.items():
             if isinstance(value, torch.Tensor):

@@ -93,7 +93,7 @@ def _fetch(docnos: list[str], text, text_field: str) -> dict[str, str]:
     if text is None:
         return {}
     if isinstance(text, pt.Transformer):
-        frame = text(pd.DataFrame({"qid": "0", "query": "", "docno": docnos}))
+        frame = text.transform(pd.DataFrame({"qid": "0", "query": "", "docno": docnos}))
         require_frame(frame, f"what text={text!r} returned", ["docno", text_field])
         return dict(zip(frame["docno"].astype(str), frame[text_field]))
     if isinstance(text, pd.DataFrame):
@@ -214,7 +214,7 @@ def training_data(topics, qrels, candidates, *, top_k: int, text, text_field: st
     if not usable:
         raise ValueError("no training query has both a relevant document (qrels label > 0) and a negative candidate")
     if skipped:
-        without = {"a judged-relevant document": [], "a negative among their candidates": []}
+        without: dict[str, list[str]] = {"a judged-relevant document": [], "a negative among their candidates": []}
         for qid in topics["qid"].astype(str):
             if qid not in usable:
                 pos, neg = pools.get(qid, ([], []))

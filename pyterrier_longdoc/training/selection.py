@@ -56,8 +56,9 @@ class Selection:
             parameters = dict(model.named_parameters())
             for name, value in self._weights.items():
                 parameters[name].copy_(value)
-        if hasattr(model, "weights_changed"):  # a bi-encoder's kept window embeddings are of the last weights
-            model.weights_changed()
+        weights_changed = getattr(model, "weights_changed", None)
+        if weights_changed is not None:  # a bi-encoder's kept window embeddings are of the last weights
+            weights_changed()
 
     # -- checkpoints: the state in the trainer state, the weights in best/step-N.safetensors
 
@@ -67,7 +68,7 @@ class Selection:
 
     def save_weights(self, directory: Path) -> None:
         """Writes the best weights once per best step (atomically), where a resumed run finds them."""
-        if self.best_step is None:
+        if self.best_step is None or self._weights is None:
             return
         path = weights_path(directory, self.best_step)
         if path.exists():
