@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from .engine.backbone import (aggregator_encoder, encoder_max_length, load_pretrained, load_tokenizer,
                               model_from_config, refuse_pickle, remote_code_files, resolve_checkpoint)
@@ -25,7 +26,10 @@ from .engine.model import LongDocModel
 from ._registry import model_class
 from ._warn import LongDocWarning, warn
 from .aggregators.base import Aggregator
-from .aggregators.heads import ClassifierHead, is_sequence_classifier, split_sequence_classifier
+from .aggregators.heads import ClassifierHead, Head, is_sequence_classifier, split_sequence_classifier
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class UntrainedHeadWarning(LongDocWarning):
@@ -45,12 +49,12 @@ class InMemory:
 class _Start:
     """What a model is assembled from, whatever the source."""
 
-    encoder: nn.Module
+    encoder: PreTrainedModel
     tokenizer: object
-    head: nn.Module | None       # the checkpoint's window head, if it has one
+    head: Head | None            # the checkpoint's window head, if it has one
     trained_head: bool           # whether that head's weights are trained
     base_model: str | None
-    code_files: tuple = ()       # the custom code (trust_remote_code) of its classes, saved with the model
+    code_files: Sequence[str] = ()  # the custom code (trust_remote_code) of its classes, saved with the model
 
 
 def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_code: bool = False,
@@ -72,13 +76,13 @@ def build_model(cls, source: str | InMemory, settings: dict, *, trust_remote_cod
         try:
             config, model = _assemble(cls, start, merged)
         except ValueError as error:
-            if saved is None:
+            if saved is None or path is None:
                 raise
             # a saved folder whose files disagree (config.json's model_type and the tokenizer beside it)
             raise MalformedInputError(path / CONFIG_NAME, None, f"the model it describes (model_type "
                                       f"{saved.encoder.get('model_type')!r}, with the tokenizer saved beside it, "
                                       f"{type(start.tokenizer).__name__}) cannot be built: {error}") from error
-        if saved is not None:
+        if saved is not None and path is not None:
             model.load_weights(path, saved.weights_sha256 if verify_weights else None)
             config.fusion = saved.fusion  # chosen on validation for these weights
         elif not cls.aggregator.zero_shot:
@@ -102,7 +106,7 @@ def _checked_settings(cls, merged: dict, given: dict, saved: ModelConfig | None,
         return cls.check_settings(merged, given=given).to_dict()
     except (TypeError, ValueError) as error:
         stored = {k: v for k, v in _saved_settings(cls, saved).items() if k not in given}
-        if not stored or _settings_work(cls, {**cls.defaults, **stored}):
+        if not stored or path is None or _settings_work(cls, {**cls.defaults, **stored}):
             raise  # the settings given are at fault (alone, or with the saved ones), and the error names them
 
         def without(name: str) -> dict:  # the saved value replaced by the class default, or left out
@@ -137,7 +141,7 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
         head = getattr(source.model.aggregator, "head", None)
         return _Start(copy.deepcopy(source.model.encoder), source.model.tokenizer, copy.deepcopy(head),
                       trained_head=True, base_model=source.base_model, code_files=source.model.code_files)
-    if saved is None:
+    if saved is None or path is None:  # a new model (a saved one comes with its folder)
         loaded = load_pretrained(source, trust_remote_code=trust_remote_code,
                                  sequence_classifier=cls.aggregator.chunk_head)
         # in fp32 whatever the checkpoint's dtype (most Llama and Qwen2 are saved in bf16): the new
@@ -155,7 +159,7 @@ def _start(cls, source: str | InMemory, path: Path | None, saved: ModelConfig | 
                   remote_code_files(backbone))
 
 
-def _split(backbone: nn.Module) -> tuple[nn.Module, nn.Module | None]:
+def _split(backbone: PreTrainedModel) -> tuple[PreTrainedModel, ClassifierHead | None]:
     return split_sequence_classifier(backbone) if is_sequence_classifier(backbone) else (backbone, None)
 
 

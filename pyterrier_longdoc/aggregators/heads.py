@@ -114,7 +114,7 @@ def is_sequence_classifier(model: nn.Module) -> bool:
     return type(model).__name__.endswith("ForSequenceClassification")
 
 
-def split_sequence_classifier(model: PreTrainedModel) -> tuple[nn.Module, ClassifierHead]:
+def split_sequence_classifier(model: PreTrainedModel) -> tuple[PreTrainedModel, ClassifierHead]:
     """The encoder and the head of a transformers ``*ForSequenceClassification`` model."""
     prefix = model.base_model_prefix
     encoder = getattr(model, prefix)

@@ -35,7 +35,7 @@ class Pretrained:
     """A loaded backbone: a ``*ForSequenceClassification`` model when the architecture has one
     (its head trained when ``trained_head``), else the plain encoder."""
 
-    model: nn.Module
+    model: PreTrainedModel
     tokenizer: object
     trained_head: bool
     path: str
@@ -153,7 +153,7 @@ def _adapter_model(folder: Path, trust_remote_code: bool, config_overrides: dict
     folder has its own."""
     bases = []
 
-    def load_base(name: str) -> nn.Module:
+    def load_base(name: str) -> PreTrainedModel:
         bases.append(load_pretrained(name, trust_remote_code=trust_remote_code, **config_overrides))
         return bases[0].model
 
@@ -164,7 +164,7 @@ def _adapter_model(folder: Path, trust_remote_code: bool, config_overrides: dict
 
 
 def model_from_config(encoder_config: dict, *, sequence_classifier: bool, trust_remote_code: bool = False,
-                      folder: Path | None = None) -> nn.Module:
+                      folder: Path | None = None) -> PreTrainedModel:
     """A randomly initialised model of a saved ``config.to_dict()``, for weights loaded after:
     the architecture's ``*ForSequenceClassification`` model or its plain encoder. Custom code
     (the config's ``auto_map``, with ``trust_remote_code``) is read from ``folder``, the saved
@@ -206,7 +206,7 @@ def _config_class(model_type: str, settings: dict, trust_remote_code: bool, fold
     return get_class_from_dynamic_module(reference, str(folder), local_files_only=True)
 
 
-def aggregator_encoder(source: str | None, layers: int | None, config: dict | None) -> tuple[nn.Module, object]:
+def aggregator_encoder(source: str | None, layers: int | None, config: dict | None) -> tuple[PreTrainedModel, object]:
     """PARADE PRETR's aggregator encoder (a head's ``load_encoder``) and its tokenizer: from ``config`` when
     loading a saved model (its weights come from the model's safetensors; no tokenizer, None), else the
     first ``layers`` layers of the pretrained ``source``."""

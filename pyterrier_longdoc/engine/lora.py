@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 from torch import nn
 
 from .files import check_safetensors
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 #: Tevatron's LoRA defaults (its lora_r, lora_alpha, lora_dropout), on every linear layer of the LM;
 #: the published RankLLaMA adapters use r=32 with the same alpha 64 (docs/guide/models.md)
@@ -158,7 +162,7 @@ def adapter_weights(path: Path) -> dict[str, torch.Tensor]:
     raise FileNotFoundError(f"{path} has no adapter weights ({ADAPTER_WEIGHTS} or {ADAPTER_PICKLE})")
 
 
-def merged_adapter_model(path: Path, load_base) -> tuple[nn.Module, bool]:
+def merged_adapter_model(path: Path, load_base: Callable[[str], PreTrainedModel]) -> tuple[PreTrainedModel, bool]:
     """The sequence-classification model of a peft adapter folder, adapters merged, as
     ``PeftModel.from_pretrained(base, path).merge_and_unload()`` makes it; ``load_base(name)``
     loads the base model its ``adapter_config.json`` names. Also whether the adapter file holds the
