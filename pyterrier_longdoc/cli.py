@@ -29,8 +29,7 @@ from .engine import BATCH_SIZE, DTYPES
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .data.documents import TextLoader
+    import pyterrier as pt
 
 # pandas, PyTerrier and torch load inside the commands: --help and --version start in a blink
 EXIT_BAD_INPUT = 2
@@ -130,7 +129,8 @@ def read_run(path: str) -> pd.DataFrame:
     """A TREC run, ``qid Q0 docno rank score tag``: ``qid, docno, score, rank`` (the file's ranks)."""
     import pandas as pd
 
-    rows, seen = [], {}
+    rows = []
+    seen: dict[tuple[str, str], int] = {}  # the line each (qid, docno) was first on
     for number, (qid, _, docno, rank, score, _) in _columns(path, 6, "qid Q0 docno rank score tag"):
         try:
             rank, score = int(rank), float(score)
@@ -163,7 +163,7 @@ def read_qrels(path: str) -> pd.DataFrame:
 
 
 @functools.cache  # read once when training and validation share the file
-def read_documents(path: str, text_field: str = "text") -> TextLoader:
+def read_documents(path: str, text_field: str = "text") -> pt.Transformer:
     """A text loader over the documents file (see :class:`~pyterrier_longdoc.data.documents.TextLoader`),
     adding ``text`` from the documents' ``text_field``."""
     from .data.documents import TextLoader
@@ -291,7 +291,7 @@ def with_text(args, candidates: pd.DataFrame, source: str) -> pd.DataFrame:
     else:
         loader, where = _lucene(args.lucene_index).text_loader(), f"the Lucene index {args.lucene_index}"
     try:
-        frame = loader(candidates)
+        frame = loader.transform(candidates)
     except KeyError as e:
         raise CliError(f"{source}: documents not in {where}: {e.args[0].split(': ', 1)[-1]}") from None
     return frame.rename(columns={args.text_field: "text"}) if args.text_field != "text" else frame
@@ -590,7 +590,7 @@ def plain_text(text: str) -> str:
 
 
 def _train(args) -> int:
-    from .models import model_class
+    from .models import LongDocReranker, model_class
 
     if bool(args.valid_topics) != bool(args.valid_qrels):
         raise CliError("--valid-topics and --valid-qrels go together")
@@ -601,7 +601,7 @@ def _train(args) -> int:
     from .engine.chunking import Chunking
     from .training.arguments import fit_option_defaults
 
-    cls = model_class(args.model)
+    cls: type[LongDocReranker] = model_class(args.model)
     chunking = {f.name: f.default for f in dataclasses.fields(Chunking)}
     settings = checked_settings(args.set, "--set", {**chunking, **cls.defaults})
     fit_defaults = {k: v for k, v in fit_option_defaults().items() if k not in _FIT_FLAGS and k != "callback"}
@@ -644,6 +644,7 @@ def _rerank(args) -> int:
     from .models import LongDocReranker, model_class, registered_models
 
     check_run_name(args.name)
+    cls: type[LongDocReranker]
     if args.backbone:
         cls, source = model_class(args.model), args.backbone
         check_model_source(source, "--backbone")
@@ -657,8 +658,9 @@ def _rerank(args) -> int:
     problem = run_id_problem(candidates)  # before the model loads: the run could not be written
     if problem:
         raise CliError(f"{args.run or args.lucene_index or args.pisa_index}: {problem}")
-    model = cls.from_pretrained(source, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-                                verbose=True, **parse_settings(args.set))
+    # keywords as one dict: mypy reads a class held in a variable (type[...]) as taking none of its own (PEP 612)
+    options = {"batch_size": args.batch_size, "device": args.device, "dtype": args.dtype, "verbose": True}
+    model = cls.from_pretrained(source, **options, **parse_settings(args.set))
     write_run(model(candidates), args.output, args.name)
     print(f"wrote {args.output}")
     return 0
