@@ -139,7 +139,7 @@ def split_sequence_classifier(model: PreTrainedModel) -> tuple[PreTrainedModel, 
     return encoder, ClassifierHead(modules, pooling if pooling in POOLINGS else "cls", num_labels, in_encoder)
 
 
-def join_sequence_classifier(encoder: nn.Module, head: ClassifierHead, build) -> nn.Module:
+def join_sequence_classifier(encoder: nn.Module, head: ClassifierHead, build) -> PreTrainedModel:
     """The transformers ``*ForSequenceClassification`` model of ``encoder`` and ``head``;
     ``build(config)`` makes an empty one (e.g. ``AutoModelForSequenceClassification.from_config``)."""
     model = build(encoder.config)

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-
-from torch import nn
+from typing import TYPE_CHECKING
 
 from .config import WEIGHTS_NAME, ModelConfig
 from .files import file_sha256
 from ..aggregators.heads import POOLINGS, ClassifierHead
 from ..aggregators.score import ScoreAggregator
 
+if TYPE_CHECKING:
+    from .model import LongDocModel
 
-def scores_windows(model: nn.Module) -> bool:
+
+def scores_windows(model: LongDocModel) -> bool:
     """Whether the model scores each window as its architecture's sequence classifier does (a
     cross-encoder): with that head, pooled as the architecture pools (LongP may pool otherwise)."""
     head = getattr(model.aggregator, "head", None)
@@ -31,10 +33,11 @@ def scores_windows(model: nn.Module) -> bool:
             and head.pooling == (own if own in POOLINGS else "cls"))
 
 
-def saved_names(model: nn.Module) -> dict[str, str]:
+def saved_names(model: LongDocModel) -> dict[str, str]:
     """The model's state-dict names -> the names in ``model.safetensors``."""
     prefix = getattr(model.encoder, "base_model_prefix", "") or "encoder"
     head = model.aggregator.head if scores_windows(model) else None
+    in_encoder = head.in_encoder if isinstance(head, ClassifierHead) else ()  # a window scorer's: ClassifierHead
     names = {}
     for name in model.state_dict():
         scope, _, rest = name.partition(".")
@@ -42,13 +45,13 @@ def saved_names(model: nn.Module) -> dict[str, str]:
             names[name] = f"{prefix}.{rest}"
         elif head is not None and name.startswith("aggregator.head."):
             module = rest.removeprefix("head.")
-            names[name] = f"{prefix}.{module}" if module.split(".")[0] in head.in_encoder else module
+            names[name] = f"{prefix}.{module}" if module.split(".")[0] in in_encoder else module
         else:
             names[name] = name
     return names
 
 
-def architecture(model: nn.Module) -> str:
+def architecture(model: LongDocModel) -> str:
     """What config.json's ``architectures`` names: the sequence-classification class of a
     window scorer, else the encoder's class."""
     if scores_windows(model):
@@ -56,7 +59,8 @@ def architecture(model: nn.Module) -> str:
 
         mapping = AutoModelForSequenceClassification._model_mapping
         if type(model.encoder.config) in mapping:
-            return mapping[type(model.encoder.config)].__name__
+            # a model class, which transformers annotates as a (slow, fast) pair, as in its tokenizer mapping
+            return mapping[type(model.encoder.config)].__name__  # type: ignore[attr-defined]
     return type(model.encoder).__name__
 
 
@@ -103,7 +107,7 @@ def save_not_a_cross_encoder(path: Path, model: str) -> None:
     (Path(path) / "config_sentence_transformers.json").write_text(json.dumps(st_config, indent=2) + "\n")
 
 
-def save_weights(model: nn.Module, file: Path) -> None:
+def save_weights(model: LongDocModel, file: Path) -> None:
     from safetensors.torch import save_file
 
     names = saved_names(model)
@@ -111,7 +115,7 @@ def save_weights(model: nn.Module, file: Path) -> None:
               metadata={"format": "pt"})
 
 
-def read_weights(model: nn.Module, file: Path, device: str) -> tuple[list[str], list[str]]:
+def read_weights(model: LongDocModel, file: Path, device: str) -> tuple[list[str], list[str]]:
     """Loads ``file`` saved under transformers' names or the library's own; returns (missing, unexpected)."""
     from safetensors.torch import load_file
 
@@ -120,7 +124,7 @@ def read_weights(model: nn.Module, file: Path, device: str) -> tuple[list[str], 
     return model.load_state_dict({internal.get(k, k): v for k, v in tensors.items()}, strict=False)
 
 
-def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
+def save_cross_encoder(model: LongDocModel, path: Path, owner: str) -> None:
     """Writes the window scorer of ``model`` (``owner`` names it in errors) as a standard
     sequence-classification folder, which ``CrossEncoder(path)`` and
     ``AutoModelForSequenceClassification`` load, scoring a (query, window) pair as the model does."""
@@ -140,7 +144,7 @@ def save_cross_encoder(model: nn.Module, path: Path, owner: str) -> None:
     save_tokenizer(model, path)
 
 
-def save_tokenizer(model: nn.Module, path: Path) -> None:
+def save_tokenizer(model: LongDocModel, path: Path) -> None:
     """The model's tokenizer, its ``model_max_length`` the longest sequence the model reads (query,
     window and special tokens: ``max_length``): ``CrossEncoder(path)`` truncates its input there,
     and the backbone's own limit (256 for MiniLM, 128 after a passage stage) would cut windows the
@@ -154,7 +158,7 @@ def save_tokenizer(model: nn.Module, path: Path) -> None:
         tokenizer.model_max_length = own
 
 
-def write_folder(model: nn.Module, path: Path, config: ModelConfig, code_files: tuple = ()) -> None:
+def write_folder(model: LongDocModel, path: Path, config: ModelConfig, code_files: tuple = ()) -> None:
     """Writes ``model.safetensors`` (under transformers' names), the tokenizer files, the custom code
     (``code_files``, which a load with ``trust_remote_code`` reads here, and only here) and ``config.json``
     (last, with the weights' checksum and the architecture the weights are)."""
@@ -170,7 +174,7 @@ def write_folder(model: nn.Module, path: Path, config: ModelConfig, code_files: 
     config.write(path)
 
 
-def load_folder_weights(model: nn.Module, path: Path, sha256: str | None = None) -> None:
+def load_folder_weights(model: LongDocModel, path: Path, sha256: str | None = None) -> None:
     """Loads ``model.safetensors`` of ``path`` into ``model``; with ``sha256``, only if its checksum matches."""
     from safetensors import SafetensorError
 
