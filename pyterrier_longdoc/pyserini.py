@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyterrier as pt
@@ -36,7 +37,7 @@ _LUCENE_PACKAGE = "pyserini.search.lucene"
 
 def anserini_jar() -> str:
     """The path of the Anserini jar that Pyserini ships."""
-    jars = sorted(importlib.resources.files("pyserini.resources.jars").glob("anserini-*-fatjar.jar"))
+    jars = sorted(Path(str(importlib.resources.files("pyserini.resources.jars"))).glob("anserini-*-fatjar.jar"))
     if not jars:
         raise RuntimeError("Pyserini's Anserini jar is missing from pyserini/resources/jars; reinstall pyserini")
     return str(jars[-1])
@@ -92,10 +93,12 @@ def lucene_searcher_class() -> type:
         from pyserini.pyclass import autoclass
 
         spec = importlib.util.find_spec(_LUCENE_PACKAGE)
+        if spec is None:
+            raise ImportError(f"{_LUCENE_PACKAGE} is not installed: pip install pyserini")
         package = importlib.util.module_from_spec(spec)
-        package.JQuery = autoclass("org.apache.lucene.search.Query")
-        package.JScoredDoc = autoclass("io.anserini.search.ScoredDoc")
-        package.JQueryGenerator = autoclass("io.anserini.search.query.QueryGenerator")
+        vars(package).update(JQuery=autoclass("org.apache.lucene.search.Query"),
+                             JScoredDoc=autoclass("io.anserini.search.ScoredDoc"),
+                             JQueryGenerator=autoclass("io.anserini.search.query.QueryGenerator"))
         sys.modules[_LUCENE_PACKAGE] = package
         try:
             importlib.import_module(f"{_LUCENE_PACKAGE}._searcher")
@@ -140,7 +143,7 @@ class LuceneIndex:
             index = lucene_searcher_class()(str(index))
         else:
             start_java()
-        self.searcher = index
+        self.searcher: Any = index  # Pyserini's LuceneSearcher (over Java: untyped)
 
     @classmethod
     def build(cls, collection: str | Path, index_dir: str | Path, *, threads: int = 1) -> LuceneIndex:
@@ -251,7 +254,7 @@ class PyseriniReranker:
                 raise ValueError(f"hit {position} ({getattr(hit, 'docid', hit)!r}): {e}") from None
         frame = pd.DataFrame({"qid": "1", "query": query, "docno": [str(hit.docid) for hit in hits],
                               "text": texts, "hit": range(len(hits))})
-        scored = self.model(frame)
+        scored = self.model.transform(frame)
         scores = dict(zip(scored["hit"], scored["score"].astype(float)))
         order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:k]
         return [_with_score(hits[i], scores[i]) for i in order]
