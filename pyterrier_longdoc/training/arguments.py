@@ -106,6 +106,9 @@ class TrainingArguments:
             ``grad_norm`` column. Default off (``None``), as in PARADE's and FlexNeuART's training.
     """
 
+    # the fields its caller set, recorded by __init__ (_recording_given) and kept by replace: not annotated, so
+    # not a field
+    given = frozenset[str]()
     epochs: int = _identity(1)
     loss: Any = _identity("margin")
     negatives: int = _identity(1)

@@ -22,7 +22,6 @@ a few hundred triples and a larger rate (1e-4) already give a usable ranker (see
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import re
 import shutil
@@ -33,11 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from typing_extensions import Unpack
 
 from ..engine.backbone import training_attention_dropout
 from ..engine.frames import numeric_column, require_frame, row_positions
 from ..engine.runtime import Runtime
-from .passage_arguments import LOSSES, PassageArguments, keyword_parameters
+from .passage_arguments import LOSSES, PassageArguments, PassageOptions
 from .passage_checkpoints import identity, latest_checkpoint
 
 __all__ = ["train_passage_ranker", "passage_triples", "PassageArguments", "LOSSES"]
@@ -46,7 +46,7 @@ __all__ = ["train_passage_ranker", "passage_triples", "PassageArguments", "LOSSE
 def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str | os.PathLike = "passage-ranker", *,
                          topics: pd.DataFrame | None = None, qrels: pd.DataFrame | None = None,
                          passages: pd.DataFrame | None = None, candidates: pd.DataFrame | None = None,
-                         args: PassageArguments | None = None, **options) -> str:
+                         args: PassageArguments | None = None, **options: Unpack[PassageOptions]) -> str:
     """Fine-tune ``backbone`` as a passage cross-encoder and save it to ``output_dir``.
 
     Args:
@@ -106,13 +106,6 @@ def train_passage_ranker(backbone: str | os.PathLike, data=None, output_dir: str
     # the stage is complete and saved: its checkpoints (and the scratch folder) are no longer needed
     shutil.rmtree(output_dir / "trainer", ignore_errors=True)
     return str(output_dir)
-
-
-# the signature shows PassageArguments' fields and defaults (for inspect, IDEs and the API reference), which
-# **options takes
-_SIGNATURE = inspect.signature(train_passage_ranker)
-train_passage_ranker.__signature__ = _SIGNATURE.replace(parameters=[
-    *[p for p in _SIGNATURE.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD], *keyword_parameters()])
 
 
 def _training_triples(data, topics, qrels, passages, candidates, negatives_per_query: int, top_k: int,

@@ -5,8 +5,9 @@ in one place, as ``TrainingArguments`` is for ``fit`` (and sentence-transformers
 from __future__ import annotations
 
 import dataclasses
-import inspect
+from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
+from typing import Any, TypedDict
 
 import torch
 
@@ -125,7 +126,7 @@ class PassageArguments:
         Runtime(dtype=self.dtype, device=self.device)  # its own checks, with the models' messages
 
     @classmethod
-    def from_options(cls, options: dict | None = None, base: PassageArguments | None = None,
+    def from_options(cls, options: Mapping[str, Any] | None = None, base: PassageArguments | None = None,
                      where: str = "train_passage_ranker") -> PassageArguments:
         """``base`` (default: the defaults) with ``options`` over it: keyword arguments, the recipe's
         ``passage_options`` or a saved dict of them. An explicit option wins over ``base``; an
@@ -157,8 +158,28 @@ class PassageArguments:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
 
-def keyword_parameters() -> list[inspect.Parameter]:
-    """PassageArguments' fields as keyword-only parameters with their defaults (a signature's tail)."""
-    return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
-            for f in dataclasses.fields(PassageArguments)]
+class PassageOptions(TypedDict, total=False):
+    """``train_passage_ranker``'s keywords for type checkers (PEP 692): PassageArguments' fields, their types
+    (``tests/training/test_passage.py`` keeps them equal), and the deprecated names ``from_options`` still takes."""
+
+    steps: int | None
+    epochs: int
+    lr: float
+    head_lr: float | None
+    triples_per_step: int
+    warmup: float
+    loss: str
+    negatives_per_query: int
+    top_k: int
+    max_length: int
+    seed: int
+    dtype: str | torch.dtype | None
+    device: str | torch.device | None
+    verbose: bool
+    progress: bool
+    attention_dropout: float | None
+    checkpoint_every: int | None
+    restart: bool
+    batch_size: int | None  # deprecated: triples_per_step, until version 0.3.0
+    bf16: bool | None  # deprecated: dtype, until version 0.3.0
 

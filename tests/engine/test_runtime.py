@@ -79,13 +79,11 @@ def test_the_passage_stage_takes_the_same_dtypes_and_bf16_still_works_with_a_war
 def test_the_passage_stage_and_the_models_share_one_default_precision(monkeypatch):
     """A recipe without dtype trains both stages alike: on a CPU with native bf16 the passage stage
     trained in bf16 ("auto") while the document stage's models ran in fp32 (None)."""
-    import inspect
-
     from pyterrier_longdoc.engine import runtime as _runtime
-    from pyterrier_longdoc.training.passage import train_passage_ranker
+    from pyterrier_longdoc.training import PassageArguments
 
     monkeypatch.setattr(_runtime, "native_bf16_cpu", lambda: True)
-    default = inspect.signature(train_passage_ranker).parameters["dtype"].default
+    default = PassageArguments().dtype
     assert default == Runtime().dtype
     assert Runtime(dtype=default, device="cpu").dtype_name() == "fp32"
     assert Runtime(dtype="auto", device="cpu").dtype_name() == "bf16"  # what the passage stage used to default to

@@ -184,15 +184,21 @@ def test_a_progress_bar_counts_the_steps_by_default(tiny_bert, tmp_path, capfd):
 
 # --- the passage stage's typed arguments ---
 
-def test_the_signature_lists_each_argument_with_the_one_default_of_passage_arguments():
+def test_the_keywords_a_type_checker_reads_are_passage_arguments_fields_and_types():
     import dataclasses
     import inspect
+    import typing
+
+    from pyterrier_longdoc.training.passage_arguments import _DEPRECATED, PassageOptions
 
     parameters = inspect.signature(train_passage_ranker).parameters
-    for field in dataclasses.fields(PassageArguments):
-        assert parameters[field.name].default == field.default == getattr(PassageArguments(), field.name)
-        assert parameters[field.name].kind == inspect.Parameter.KEYWORD_ONLY
-    assert "args" in parameters and PassageArguments().to_dict() == {}
+    assert str(parameters["options"]) == "**options: 'Unpack[PassageOptions]'" and "args" in parameters
+    declared = typing.get_type_hints(PassageOptions)
+    fields = typing.get_type_hints(PassageArguments)
+    assert {n: declared[n] for n in declared if n not in _DEPRECATED} == {
+        f.name: fields[f.name] for f in dataclasses.fields(PassageArguments)}  # no drift: names and types
+    assert set(declared) - {f.name for f in dataclasses.fields(PassageArguments)} == set(_DEPRECATED)
+    assert PassageOptions.__total__ is False and PassageArguments().to_dict() == {}
 
 
 def test_arguments_as_an_object_train_as_keywords_do_and_an_explicit_keyword_wins(tiny_bert, tmp_path):
