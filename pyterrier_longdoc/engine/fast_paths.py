@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -123,7 +124,7 @@ def fast_paths(encoder: nn.Module, attention_mask: torch.Tensor, positions: int 
             if onednn:
                 _swap_linears(encoder, swapped)
             if positions is not None:
-                layers = encoder.encoder.layer
+                layers = cast(nn.ModuleList, encoder.get_submodule("encoder.layer"))  # a BERT-style encoder's
                 swapped.append((layers, str(len(layers) - 1), layers[-1]))
                 layers[-1] = _LeadingOnlyLayer(layers[-1], attention_mask, positions)
             yield
@@ -158,6 +159,8 @@ class _OneDnnLinear(nn.Module):
     """``linear`` (and then an exact GELU, with ``activation="gelu"``) as one oneDNN call. It
     holds the layer, not as a submodule, so the encoder's state dict never changes."""
 
+    linear: nn.Linear
+
     def __init__(self, linear: nn.Linear, activation: str = "none"):
         super().__init__()
         object.__setattr__(self, "linear", linear)
@@ -172,6 +175,8 @@ class _OneDnnLinear(nn.Module):
 class _LeadingOnlyLayer(nn.Module):
     """Stands in for a BERT layer for one encoder call (it holds the layer, not as a submodule, so
     the encoder's state dict never changes)."""
+
+    layer: Any  # a BERT-style layer (BERT, ELECTRA, RoBERTa, ...): its submodules read by name
 
     def __init__(self, layer: nn.Module, attention_mask: torch.Tensor, positions: int):
         super().__init__()
