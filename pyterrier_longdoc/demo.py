@@ -23,12 +23,13 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 import torch
-from pyterrier.measures import RR, nDCG
+from ir_measures import RR, nDCG  # pyterrier.measures' own
 from scipy import stats
 
 from .engine.runtime import Runtime, native_bf16_cpu
@@ -36,15 +37,15 @@ from .data.prose import prose_collection
 from .evaluation import (control_runs, correct_pvalues, mean_interval, per_query_values, query_controls,
                          reads_the_query)
 from .fusion import fuse_runs
-from .models import FirstP, MaxP, ParadeAttn
+from .models import FirstP, LongDocReranker, MaxP, ParadeAttn
 from .packaged import packaged_minilm
 
 # 80 training queries (half near, half far; the recipe holds 20% out for validation), 50 near and 50
 # far test queries, and 400 more queries whose documents give the passage stage its triples (800; from
 # the 80 training queries alone, 156 triples left it ranking test queries near a random order);
 # documents of up to 720 tokens; BM25's top 5 documents re-ranked
-COLLECTION = dict(train_queries=80, test_queries=50, passage_queries=400, max_doc_tokens=720)
-QUICK_COLLECTION = dict(train_queries=8, test_queries=4, passage_queries=8, max_doc_tokens=720)
+COLLECTION: dict[str, Any] = dict(train_queries=80, test_queries=50, passage_queries=400, max_doc_tokens=720)
+QUICK_COLLECTION: dict[str, Any] = dict(train_queries=8, test_queries=4, passage_queries=8, max_doc_tokens=720)
 CANDIDATES = 5
 # the packaged MiniLM's first four layers: three models trained and scored with their controls within
 # 1,500 CPU seconds on 2 cores (the six layers cost half as much again); its first two or three layers
@@ -52,7 +53,9 @@ CANDIDATES = 5
 # layers reached 0.16), on the training queries
 BACKBONE_LAYERS = 4
 WINDOWS = dict(window=240, stride=240)  # three disjoint windows of the 720-token documents
-MODELS = {"FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
+# each model class and its settings
+MODELS: dict[str, tuple[type[LongDocReranker], dict[str, Any]]] = {
+    "FirstP": (FirstP, {}), "MaxP": (MaxP, WINDOWS), "ParadeAttn": (ParadeAttn, WINDOWS)}
 # what each model can read: FirstP's input ends before the far answers
 GROUPS_READ = {"FirstP": ("near",), "MaxP": ("near", "far"), "ParadeAttn": ("near", "far")}
 FUSED = " + BM25"  # a model fused with the first stage (its weight chosen on validation) is named "<model> + BM25"
@@ -88,7 +91,7 @@ class RandomFill(pt.Transformer):
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(topics, ["query"])
-        found = (self.retriever % self.k)(topics)
+        found = (self.retriever % self.k).transform(topics)
         by_query = dict(tuple(found.groupby("qid", sort=False)))
         rows = []
         for qid, query in zip(topics["qid"], topics["query"]):
@@ -189,7 +192,9 @@ def train_models(backbone: str, train, passage, first_stage, directory: Path, qu
     args = TrainingArguments(**{**RECIPE_DOCUMENT_STAGE, **(QUICK_STAGES["document"] if quick else {})}, seed=seed)
     triples = document_passage_triples(passage.topics[["qid", "query"]], passage.qrels, first_stage,
                                        text=passage.text, seed=seed)  # a relevant document BM25 missed, too
-    stages, models, warm_start = {}, {}, backbone
+    stages: dict[str, dict] = {}
+    models: dict[str, LongDocReranker] = {}
+    warm_start = backbone
     for name, (cls, settings) in MODELS.items():
         print(f"\nTraining {name}" + (" (the passage stage first, shared by the three models)" if not models else ""),
               flush=True)
