@@ -43,6 +43,22 @@ class CheckpointedRun:
     """The Trainer's checkpoints: resuming a run where it stopped (refusing one of other options
     or data), and writing the run's state atomically, with the selection's best weights."""
 
+    # the run's state, which the Trainer sets up
+    reranker: Scorer
+    args: TrainingArguments
+    data: PreparedData
+    directory: Path | None
+    world: int
+    rank: int
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler | None
+    selection: Selection | None
+    total_steps: int
+    global_step: int
+    history: list[dict]
+    resumed_from: Path | None
+
     def prepare_checkpoints(self) -> None:
         if self.directory is None:
             torch.manual_seed(self.args.seed)
@@ -123,17 +139,18 @@ class CheckpointedRun:
                     self.selection.save_weights(self.directory)  # before the checkpoint that refers to it
                 save_checkpoint(self.directory, self.global_step, self.reranker, self.optimizer, state,
                                 keep=self.args.save_total_limit, rng_states=states)
-                self.prune_best_weights()
+                self.prune_best_weights(self.directory)
         barrier(self.world)
 
-    def prune_best_weights(self) -> None:
+    @staticmethod
+    def prune_best_weights(directory: Path) -> None:
         import json
 
         steps = set()
-        for path in list_checkpoints(self.directory):
+        for path in list_checkpoints(directory):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 steps.add(json.loads((path / STATE_JSON).read_text())["selection"]["best_step"])
-        prune_weights(self.directory, steps)
+        prune_weights(directory, steps)
 
 
 class Trainer(CheckpointedRun):
@@ -206,7 +223,7 @@ class Trainer(CheckpointedRun):
         return self.finish()
 
     def due(self, every: int | None) -> bool:
-        return bool(every) and self.global_step % every == 0
+        return every is not None and every != 0 and self.global_step % every == 0
 
     def stopped(self) -> bool:
         return self.selection is not None and self.selection.stopped_early
@@ -262,11 +279,14 @@ class Trainer(CheckpointedRun):
 
     def evaluate(self) -> float:
         """The validation metric of the current model (rank 0 computes it), recorded for selection."""
-        value = self.data.evaluate() if self.rank == 0 else 0.0
+        evaluate, selection = self.data.evaluate, self.selection
+        if evaluate is None or selection is None:
+            raise RuntimeError("no validation data: nothing to evaluate")
+        value = evaluate() if self.rank == 0 else 0.0
         value = broadcast_value(value, self.world, self.reranker.device)
         if self.history:  # the start's value is in the selection's report (history: one row per step)
             self.history[-1][self.args.valid_metric] = value
-        self.selection.record(value, self.global_step, self.model)
+        selection.record(value, self.global_step, self.model)
         return value
 
     def finish(self) -> pd.DataFrame:
