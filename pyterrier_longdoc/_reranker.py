@@ -259,11 +259,14 @@ class LongDocReranker(pt.Estimator, pt.Artifact):
         checkpoint folder loads its latest checkpoint."""
         return _loading_class(cls, str(model_name_or_path))(model_name_or_path, *args, **options)
 
+    # pt.Artifact.from_hf's keywords are those of any artifact; here the model class's (hence the ignore)
     @classmethod
-    def from_hf(cls: Callable[Concatenate[Source, P], R], repo: str,  # type: ignore[override]  # pt.Artifact's
-                branch: str | None = None, /, *args: P.args, **options: P.kwargs) -> R:  # keywords are its own
+    def from_hf(cls: Callable[Concatenate[Source, P], R], repo: str,  # type: ignore[override]
+                branch: str | None = None, /, *args: P.args, **options: P.kwargs) -> R:
         """A model saved on the HuggingFace hub (``owner/name`` or ``owner/name@branch``); the keywords are the
         class's constructor's."""
+        if branch is None:  # also as a keyword, as pt.Artifact.from_hf takes it
+            branch = cast("str | None", options.pop("branch", None))
         source = hub_repository(repo, branch)
         return _loading_class(cls, source)(source, *args, **options)
 
