@@ -82,7 +82,7 @@ def test_a_model_class_s_typed_keywords_are_its_settings_and_the_runtime_options
     settings = {p.name: p for p in cls.Settings.parameters()}  # derived settings (never given) left out
     declared = typing.get_type_hints(options)
     expected = {**{n: t for n, t in typing.get_type_hints(Runtime).items() if n in CONSTRUCTOR_OPTIONS},
-                **{n: declared.get(n) for n in LOAD_DEFAULTS},
+                **{n: declared.get(n) for n in LOAD_DEFAULTS},  # how it loads: declared there alone
                 **{n: t for n, t in typing.get_type_hints(cls.Settings).items() if n in settings}}
     assert declared == expected  # the same names and types: Settings stays the one source, the TypedDict checked
     assert options.__total__ is False  # every keyword optional
@@ -104,14 +104,11 @@ def mypy_run(tmp_path_factory):
     api = pytest.importorskip("mypy.api", reason="mypy is in the dev extra")
     wrong = tmp_path_factory.mktemp("mypy") / "wrong_usage.py"
     wrong.write_text(WRONG_USAGE)
-    out, err, status = api.run(["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary",
-                                "pyterrier_longdoc", "tests/project/typed_usage.py", str(wrong)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)
+        out, err, status = api.run(["--config-file", "pyproject.toml", "--no-error-summary",
+                                    "pyterrier_longdoc", "tests/project/typed_usage.py", str(wrong)])
     return out + err, status
-
-
-@pytest.fixture(autouse=True)
-def in_the_repository(monkeypatch):
-    monkeypatch.chdir(ROOT)
 
 
 def errors(report: str, path: str) -> list[str]:
