@@ -506,8 +506,10 @@ def recommended_rate(means: dict[str, float], current: float, queries: int) -> d
 
 
 def reciprocal_ranks(run: pd.DataFrame) -> dict[str, float]:
-    """RR of the first relevant candidate per query (``label`` column), ties broken by input order."""
-    ranked = run.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    """RR of the first relevant candidate per query (``label`` column), tied scores in trec_eval's order
+    (docno descending), not the input's: the candidates list the relevant document first, which would
+    favour a system that ties it with others (bf16 scores, BM25's floor)."""
+    ranked = run.sort_values(["qid", "score", "docno"], ascending=[True, False, False], kind="stable")
     out = {}
     for qid, group in ranked.groupby("qid", sort=False):
         hits = np.flatnonzero(group["label"].to_numpy() > 0)

@@ -366,6 +366,17 @@ def test_transfer_measures_rr_with_ties_not_broken_towards_the_relevant_document
     assert baselines(tests)["BM25"] == {"near": {0: {"q1": 0.5}}}
 
 
+def test_effectiveness_measures_rr_with_ties_in_trec_evals_order(monkeypatch):
+    """effectiveness.py's RR (also biencoder_zero_shot.py's) orders ties as trec_eval does, not by the
+    candidates' order, which lists the relevant document first."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from effectiveness import reciprocal_ranks
+
+    run = pd.DataFrame({"qid": ["q1"] * 3 + ["q2"] * 2, "docno": ["d1", "d2", "d3", "d9", "d8"],
+                        "label": [1, 0, 0, 1, 0], "score": [2.0, 2.0, 1.0, 1.0, 1.0]})
+    assert reciprocal_ranks(run) == {"q1": 0.5, "q2": 1.0}  # q2: d9 before d8, docno descending
+
+
 def test_transfer_plan_prints_its_units_and_estimate(tmp_path):
     proc = run_benchmark("transfer", "--plan", "--quick", "--output", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
