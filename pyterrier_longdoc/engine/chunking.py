@@ -207,6 +207,11 @@ class Chunking(ChunkingSettings):
                 spans = [spans[k] for k in sorted(set(keep.tolist()))]
         return spans
 
+    def query_tokens_read(self) -> int:
+        """How many query tokens the model reads at most: ``max_query_tokens``, an integer here (checked)."""
+        assert self.max_query_tokens is not None  # None only in a model's settings, for the encoder to resolve
+        return self.max_query_tokens
+
     def tokens_read(self, layout: SpecialLayout) -> int:
         """How many document tokens the model can read at most, after every cap."""
         window = self.doc_window(layout)

@@ -212,8 +212,7 @@ class LongDocModel(ObservedStages, nn.Module):
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> Tokens:
         """The ids this model reads of each query and document (cropped to what it reads); training
         reads each document once an epoch, so in training mode the cache is read, not filled."""
-        assert self.chunking.max_query_tokens is not None  # resolved: an integer in a model's Chunking
-        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.max_query_tokens, not self.training)
+        query_ids, query_cropped = self.query_tokenization(queries, self.chunking.query_tokens_read(), not self.training)
         doc_ids, doc_cropped = self.tokenization(texts, self.chunking.tokens_read(self.layout), not self.training)
         return Tokens(query_ids, query_cropped, doc_ids, doc_cropped)
 
