@@ -88,7 +88,8 @@ def test_to_hf_and_from_hf_as_pyterrier_artifacts_do(tiny_bert, hub):
     loaded = pl.LongDocReranker.from_hf("someone/maxp")
     assert type(loaded) is pl.MaxP
     # the branch as pt.Artifact.from_hf takes it: positional or keyword
-    assert type(pl.MaxP.from_hf("someone/maxp", "main")) is type(pl.MaxP.from_hf("someone/maxp", branch="main")) is pl.MaxP
+    by_position, by_keyword = pl.MaxP.from_hf("someone/maxp", "main"), pl.MaxP.from_hf("someone/maxp", branch="main")
+    assert type(by_position) is type(by_keyword) is pl.MaxP
     texts = ["the red cat", "a blue river " * 20]
     np.testing.assert_array_equal(loaded.score_texts(["red cat"] * 2, texts), model.score_texts(["red cat"] * 2, texts))
 

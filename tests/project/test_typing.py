@@ -94,7 +94,8 @@ def test_a_model_class_s_typed_keywords_are_its_settings_and_the_runtime_options
     unwrapped = " ".join(cls.__doc__.split("\n        "))
     for setting, parameter in settings.items():  # help() and the reference: each setting's type, meaning, default
         doc = cls.Settings.docs()[setting].rstrip(".")
-        assert f"    {setting} ({parameter.annotation}): {doc}; default ``{parameter.default!r}``." in unwrapped, setting
+        line = f"    {setting} ({parameter.annotation}): {doc}; default ``{parameter.default!r}``."
+        assert line in unwrapped, setting
 
 
 @pytest.fixture(scope="module")
