@@ -11,8 +11,8 @@ from torch import nn
 
 from .heads import Head, LinearHead, pool
 
-
 Features = torch.Tensor | tuple[torch.Tensor, ...]  # what chunk_features keeps of an encoder batch
+
 
 class ChunkBatch(Protocol):
     """What a head reads of the engine's batch (``engine.batching.ChunkBatch``): the heads sit below the

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import gzip
 from dataclasses import dataclass
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd

@@ -393,7 +393,6 @@ class SyntheticCollection(SplitCollection):
     answers = property(lambda self: self.positions.rename(columns=_OLD_POSITION_NAMES))
 
 
-
 def _check_args(n_queries, docs_per_query, far_fraction, doc_words, near_limit, far_start, test_fraction,
                 negative_kinds, decoys, passage_sentences) -> None:
     if n_queries <= 0:
