@@ -38,8 +38,9 @@ __all__ = ["train_long_document_ranker", "RECIPE_DOCUMENT_STAGE", "RECIPE_PASSAG
 # best model. benchmarks/effectiveness.py measures it on collections it was not chosen on. No attention
 # dropout (PyTorch's fused CPU attention takes none): a fit costs 20-40% less, which the
 # 15-minute budget needs; FOLDOC's validation queries kept the same best models without it.
-RECIPE_DOCUMENT_STAGE: dict[str, Any] = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4, top_k=10,
-                             valid_fraction=0.2, valid_metric="RR@10", eval_every=None, attention_dropout=0.0)
+RECIPE_DOCUMENT_STAGE: dict[str, Any] = dict(epochs=2, lr=2e-5, head_lr=1e-4, warmup=0.1, queries_per_step=4,
+                                              top_k=10, valid_fraction=0.2, valid_metric="RR@10", eval_every=None,
+                                              attention_dropout=0.0)
 # At CPU scale the passage stage needs a larger rate than the papers' 100k+ GPU steps (measured:
 # MiniLM at 3e-5 learned nothing in 120 steps of 8; at 1e-4 a usable ranker). The passage stage keeps
 # the encoder's attention dropout: the faster setting (attention_dropout=0.0 in both stages, the
