@@ -350,8 +350,23 @@ def test_transfer_verdicts_follow_from_the_tests(monkeypatch):
     got = verdicts(tests, {})  # no controls: reads the query is judged on none
     assert got["MaxP"]["reads the query"] == {"far": None, "near": None}
     assert got["MaxP"]["at least the zero-shot start"] == {"far": False, "near": True}
+    assert got["FirstP"]["at least the zero-shot start"] == {"far": None, "near": True}  # far: reported only
     assert got["ParadeAttn"]["fused at least BM25"] == {"far": False, "near": False}  # a significant loss
     assert got["MaxP"]["fused at least BM25"] == {"far": True, "near": True}  # a significant gain is no loss
+
+
+def test_a_fused_system_reads_the_query_when_its_controls_fall_below_the_real_query(monkeypatch):
+    """A fused system's controls keep BM25's share on the real query, so they stay above a random order by
+    design: its verdict is the real query above both controls alone; a model's keeps the random-order bound."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from effectiveness import controls_verdicts
+
+    rows = [("real query", 0.9, 0.0, 1.0), ("another query's text", 0.7, -0.2, 0.001),
+            ("constant query", 0.68, -0.22, 0.001), ("random order", 0.36, -0.54, 0.0)]
+    records = [{"group": "near", "ranking": r, "queries": 50, "RR": v, "difference": d, "p-value": p,
+                "p-value corrected": p} for r, v, d, p in rows]
+    got = controls_verdicts({"MaxP": {0: records}, "fused MaxP": {0: records}})
+    assert got == {"MaxP": {"near": [False]}, "fused MaxP": {"near": [True]}}
 
 
 def test_transfer_measures_rr_with_ties_not_broken_towards_the_relevant_document(monkeypatch):
