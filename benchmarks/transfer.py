@@ -163,16 +163,20 @@ def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str
              "dtype": dtype}
     scores = baselines(data["tests"])
     records = {"controls": {}, "validation": {}, "fusion": {}, "trained": {}, "cpu_seconds": {}}
+    made: dict[str, dict | None] = {}  # where and when each unit was computed (a resumed run reads some back)
     for seed in seeds:
         warm_start = None
         for name in MODELS:
             kept = output / f"seed{seed}" / name / "unit.json"
             unit = json.loads(kept.read_text()) if kept.is_file() else None
             if unit is None or unit["stamp"] != json.loads(json.dumps(stamp)):
+                began = time.time()
                 unit = {"stamp": stamp, **run_model(name, seed, warm_start, data, options, dtype, output / f"seed{seed}")}
+                unit["made"] = {"commit": eff._common_commit(), "date": _now(), "wall_seconds": round(time.time() - began)}
                 kept.write_text(json.dumps(eff._jsonable(unit)))
             else:
                 print(f"{name} seed {seed}: read from {kept}", flush=True)
+            made[f"{name} seed {seed}"] = unit.get("made")
             warm_start = unit["passage stage"]
             for system, by_split in unit["scores"].items():
                 _record(scores, system, seed, by_split)
@@ -185,7 +189,7 @@ def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str
     result = eff.summarise(scores, {}, f"{collection}, setting {setting}: {data['description']}")
     result.pop("minutes")
     tests = paired_tests(scores)
-    result.update({"setting": setting, "options": _described(options), "tests": tests,
+    result.update({"setting": setting, "options": _described(options), "tests": tests, "units": made,
                    "verdicts": verdicts(tests, records["controls"]),
                    **{key: eff._jsonable(value) for key, value in records.items() if key != "cpu_seconds"},
                    "cpu_seconds": {stage: [round(x, 1) for x in values] for stage, values in
@@ -230,6 +234,12 @@ def run_model(name: str, seed: int, warm_start: str | None, data: dict, options:
             "controls": {name: controls, f"fused {name}": fused_controls},
             "validation": {name: report["document stage"]}, "fusion": {name: model.fusion.to_dict()},
             "trained": {name: report["document stage"]["trained"]}, "cpu_seconds": cpu}
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
 
 
 def _record(scores: dict, system: str, seed: int, by_split: dict) -> None:
@@ -356,7 +366,11 @@ def report_markdown(result: dict) -> str:
         trained = "; ".join(result["trained"][name].values())
         lines.append(f"- {name}: weights {weights}; trained: {trained}")
     cpu = "; ".join(f"{stage} {', '.join(f'{x:.0f}' for x in values)}" for stage, values in result["cpu_seconds"].items())
-    return "\n".join(lines) + f"\n\n{eff.controls_markdown(result)}\nCPU seconds: {cpu}\n"
+    units = "; ".join(f"{unit} at commit {m['commit']}, {m['date']}, {m['wall_seconds']} s wall" if m else
+                      f"{unit}: not recorded" for unit, m in result.get("units", {}).items())
+    return ("\n".join(lines) + f"\n\n{eff.controls_markdown(result)}\nCPU seconds: {cpu}\n\n"
+            f"Units (each model and seed; a resumed run reads the finished ones back, so the header's wall time and "
+            f"commit are the last run's): {units}\n")
 
 
 # ---------------------------------------------------------------------------------------------
