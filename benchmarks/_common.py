@@ -605,12 +605,16 @@ def commit() -> str:
         return "unknown"
 
 
-def run_header(threads: int) -> str:
-    """The first line of a side study's output: the machine, the time (UTC), the commit and the torch threads."""
+def utc_now() -> str:
+    """The time now, UTC, to the minute: what a results file's header records."""
     import datetime
 
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
-    return f"Machine: {machine()}; {now}; commit {commit()}; torch threads {threads}"
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
+
+
+def run_header(threads: int) -> str:
+    """The first line of a side study's output: the machine, the time (UTC), the commit and the torch threads."""
+    return f"Machine: {machine()}; {utc_now()}; commit {commit()}; torch threads {threads}"
 
 
 def finish_run(results: str | os.PathLike | None, name: str, suffix: str, header: str, text: str, rows,

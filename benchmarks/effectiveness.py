@@ -71,7 +71,6 @@ date, commit and time taken) and scratch files into ``--output``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import json
 import os
@@ -798,7 +797,9 @@ def write_result(stem: Path, result: dict, minutes: float, dtype: str, seeds: li
                  parts: list[dict] | None = None) -> None:
     """``stem.json`` (everything, per query) and ``stem.md`` (the tables), with the machine, date,
     commit and time taken; a merge (``parts``) also names the commit and date of each run merged."""
-    header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
+    from _common import utc_now
+
+    header = {"machine": machine(), "date": utc_now(),
               "commit": _common_commit(), "wall_minutes": round(minutes, 1), "dtype": dtype, "seeds": seeds}
     runs = [{key: part.get(key) for key in ("commit", "date", "seeds")} for part in parts or []]
     if runs:

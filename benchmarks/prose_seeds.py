@@ -20,7 +20,6 @@ verdict per seed; each run's conclusions; and the CPU seconds of each stage per 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -67,9 +66,9 @@ def main(argv=None) -> int:
     text = markdown(summary)
     stem = Path(args.results) / ("prose-seeds-quick" if args.quick else "prose-seeds")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    from _common import commit, machine
+    from _common import commit, machine, utc_now
 
-    header = {"machine": machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
+    header = {"machine": machine(), "date": utc_now(),
               "commit": commit(), "wall_minutes": round((time.time() - started) / 60, 1), "seeds": seeds}
     stem.with_suffix(".json").write_text(json.dumps({**header, **summary}, indent=1))
     stem.with_suffix(".md").write_text(f"Machine: {header['machine']}; {header['date']}; commit {header['commit']}; "

@@ -54,6 +54,7 @@ import numpy as np  # noqa: E402 - after the environment above
 import pandas as pd  # noqa: E402
 
 import effectiveness as eff  # noqa: E402 - the collections, RR, controls and results files
+from _common import utc_now  # noqa: E402
 
 COLLECTIONS = ("devil", "jargon")
 SETTINGS = ("defaults", "demo")
@@ -172,7 +173,7 @@ def run_setting(collection: str, setting: str, data: dict, base: str, dtype: str
             if unit is None or unit["stamp"] != json.loads(json.dumps(stamp)):
                 began = time.time()
                 unit = {"stamp": stamp, **run_model(name, seed, warm_start, data, options, dtype, output / f"seed{seed}")}
-                unit["made"] = {"commit": eff._common_commit(), "date": _now(), "wall_seconds": round(time.time() - began)}
+                unit["made"] = {"commit": eff._common_commit(), "date": utc_now(), "wall_seconds": round(time.time() - began)}
                 kept.write_text(json.dumps(eff._jsonable(unit)))
             else:
                 print(f"{name} seed {seed}: read from {kept}", flush=True)
@@ -234,12 +235,6 @@ def run_model(name: str, seed: int, warm_start: str | None, data: dict, options:
             "controls": {name: controls, f"fused {name}": fused_controls},
             "validation": {name: report["document stage"]}, "fusion": {name: model.fusion.to_dict()},
             "trained": {name: report["document stage"]["trained"]}, "cpu_seconds": cpu}
-
-
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
 
 
 def _record(scores: dict, system: str, seed: int, by_split: dict) -> None:
