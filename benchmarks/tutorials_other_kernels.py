@@ -9,7 +9,7 @@ differs here beyond the check's tolerance would differ on such a CPU too.
 
     python benchmarks/tutorials_other_kernels.py 07_biencoder_zero_shot 05_comparing_models
 
-Writes ``tutorials-other-kernels-<date>.md`` and ``.json`` into ``--results``.
+Writes ``tutorials-other-kernels-<notebooks' numbers>-<date>.md`` and ``.json`` into ``--results``.
 """
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
                      f"outputs beyond the check's tolerance ({row['seconds']} s)"
                      + "".join(f"\n  {line[:2000]}" for line in row["differences"]) for row in rows)
     threads = int(os.environ.get("OMP_NUM_THREADS", "0")) or os.cpu_count()
-    return finish_run(args.results, "tutorials-other-kernels", ".md", run_header(threads), text, rows,
+    numbers = "-".join(sorted(name.split("_")[0] for name in args.notebooks))
+    return finish_run(args.results, f"tutorials-other-kernels-{numbers}", ".md", run_header(threads), text, rows,
                       f"took {time.time() - started:.0f} s")
 
 
