@@ -59,8 +59,12 @@ def timed(name: str, threads: int) -> dict:
         wall, cpu = time.perf_counter() - began, children_cpu() - cpu
     ended = busy_seconds()
     others = None if busy is None or ended is None else max(0.0, ended - busy - cpu)
-    return {"notebook": name, "wall_seconds": round(wall), "cpu_seconds": round(cpu),
-            "other_processes_cpu_seconds": None if others is None else round(others)}
+    return {"notebook": name, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
+            "other_processes_cpu_seconds": None if others is None else round(others, 1)}
+
+
+def described(cpu_seconds: float | None) -> str:
+    return "unknown" if cpu_seconds is None else f"{cpu_seconds:.0f} CPU seconds"
 
 
 def main(argv=None) -> int:
@@ -78,9 +82,9 @@ def main(argv=None) -> int:
         raise SystemExit("; ".join(missing))
     started = time.time()
     rows = [timed(name, args.threads) for name in args.notebooks]
-    text = "\n".join(f"{row['notebook']}: {row['wall_seconds']} s wall, {row['cpu_seconds']} CPU seconds over "
-                     f"{args.threads} torch threads (with its exercises' solutions); other processes meanwhile: "
-                     f"{row['other_processes_cpu_seconds']} CPU seconds" for row in rows)
+    text = "\n".join(f"{row['notebook']}: {row['wall_seconds']:.0f} s wall, {row['cpu_seconds']:.0f} CPU seconds "
+                     f"over {args.threads} torch threads (with its exercises' solutions); other processes "
+                     f"meanwhile: {described(row['other_processes_cpu_seconds'])}" for row in rows)
     return finish_run(args.results, "tutorial-times", ".md", run_header(args.threads), text, rows,
                       f"took {time.time() - started:.0f} s")
 

@@ -195,6 +195,39 @@ def test_tutorials_other_kernels_compares_a_run_with_the_saved_outputs_and_write
     assert f"{name} under ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41: 1 differences" in result.stdout
 
 
+def test_tutorial_times_records_each_notebooks_wall_and_cpu_seconds_and_the_other_processes(tmp_path, monkeypatch):
+    """The tutorials' stated run times: each notebook in a process of its own with the threads asked for
+    (the runner stubbed here by a script that spends CPU time and reads its thread setting), its wall and
+    CPU seconds and the machine's other CPU seconds meanwhile, written with the machine and the commit; a
+    run that would save over the notebooks, or that lacks the demo's output, is refused."""
+    import json
+
+    from helpers import notebook_runner
+
+    runner = tmp_path / "runner.py"
+    runner.write_text("import os, sys, time\n"
+                      "assert os.environ['OMP_NUM_THREADS'] == '2', os.environ['OMP_NUM_THREADS']\n"
+                      "end = time.process_time() + 0.3\n"
+                      "while time.process_time() < end: pass\n"
+                      "open(sys.argv[2], 'w').write(sys.argv[1])\n")
+    monkeypatch.setattr(notebook_runner, "__file__", str(runner))
+    monkeypatch.delenv("PYTERRIER_LONGDOC_SAVE_TUTORIALS", raising=False)
+    result = run_benchmark("tutorial_times", "02_chunking", "--results", tmp_path)
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(next(tmp_path.glob("tutorial-times-*.json")).read_text())["rows"]
+    assert row["notebook"] == "02_chunking" and row["cpu_seconds"] >= 0.25 and row["wall_seconds"] >= 0.25
+    assert row["other_processes_cpu_seconds"] is not None  # /proc/stat, on Linux
+    assert "02_chunking: " in result.stdout and "over 2 torch threads" in result.stdout
+
+    monkeypatch.setenv("PYTERRIER_LONGDOC_SAVE_TUTORIALS", "1")
+    refused = run_benchmark("tutorial_times", "02_chunking", "--results", tmp_path)
+    assert refused.returncode == 1 and "would save these runs over the notebooks" in refused.stderr
+    monkeypatch.delenv("PYTERRIER_LONGDOC_SAVE_TUTORIALS")
+    monkeypatch.setattr(notebook_runner, "missing_data", lambda name: f"{name} needs the demo's output")
+    refused = run_benchmark("tutorial_times", "08_parade_lab", "--results", tmp_path)
+    assert refused.returncode == 1 and "08_parade_lab needs the demo's output" in refused.stderr
+
+
 def test_a_verdict_reads_the_median_and_is_undecided_where_the_rounds_straddle_a_wide_spread(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import _common as C
