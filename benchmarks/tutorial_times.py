@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,9 @@ def busy_seconds() -> float | None:
 
 
 def children_cpu() -> float:
+    """CPU seconds of this process's ended children (POSIX: the script's measure is Linux's)."""
+    import resource
+
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
