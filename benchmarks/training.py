@@ -25,6 +25,10 @@ Rows:
   T1c the same at equal batching: ``fit`` with ``batch_size`` = the step's pairs and
       ``batching="input_order"`` (one forward padded to the longest, as the peers): >= 1.0x, the
       cost of the loop itself
+  T1d where T1c's time goes: one step's forward and backward of ``fit``'s FirstP against transformers'
+      AutoModelForSequenceClassification on the same pairs (one forward padded to the longest): ~1.0x;
+      and one AdamW step over FirstP's parameters, foreach (``fit``'s on the CPU) against fused (the
+      peers'), each as a share of that forward and backward
   (without the ``datasets`` package, e.g. on the GPU machine, the CrossEncoderTrainer and passage
   sides are skipped, and T1 compares with transformers' Trainer alone)
   T2  the passage stage (``train_passage_ranker``) against the same CrossEncoderTrainer run, whole
@@ -71,8 +75,8 @@ def parse(argv=None):
     parser.add_argument("--random-weights", action="store_true",
                         help="MiniLM-L6's architecture (all 6 layers) with random weights and a generated tokenizer, "
                              "for every row: no packaged model needed")
-    parser.add_argument("--rows", default="T1,T3,T4,T5", help="which rows to run (default all: T1,T3,T4,T5; T1 "
-                                                               "includes T2)")
+    parser.add_argument("--rows", default="T1,T1d,T3,T4,T5", help="which rows to run (default all: T1,T1d,T3,T4,"
+                                                                   "T5; T1 includes T2)")
     parser.add_argument("--results", help="where training-<date>.txt and .json go (default benchmarks/results; "
                                           "with --quick, nowhere unless given)")
     parser.add_argument("--child", choices=("rss", "memory"), help=argparse.SUPPRESS)
@@ -115,6 +119,9 @@ def main(argv=None) -> int:
     wanted = set(args.rows.split(","))
     if "T1" in wanted:
         rows, text = trainer_rows(folder, root, steps, reps, args, device)
+        results, details = results + rows, details + [text]
+    if "T1d" in wanted:
+        rows, text = step_parts_rows(folder, reps, args, device)
         results, details = results + rows, details + [text]
     if "T3" in wanted:
         rows, text = window_rows(folder, steps, reps, args, device)
@@ -457,6 +464,68 @@ def trainer_rows(folder: str, root: Path, steps: int, reps: int, args, device) -
          C.median(rec.walls(name))] for name in sides],
         title=f"T1/T2: {len(frame)} triples, {steps} steps of {queries} queries, {args.dtype} AdamW lr {LR}, "
               "clipping 1.0; rates between the end of the first step and the last")
+    return rows, text
+
+
+def step_parts_rows(folder: str, reps: int, args, device) -> tuple[list, str]:
+    """T1d: one step's forward and backward, the library's against transformers' on the same pairs, and
+    one AdamW step foreach against fused, timed round by round on the benchmark's clock."""
+    import warnings
+
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from pyterrier_longdoc import FirstP
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    frame, _ = triples(C.single_token_words(tokenizer), args.queries_per_step, DOC_TOKENS, seed=1)
+    queries = list(frame["query"]) * PAIRS_PER_QUERY
+    documents = list(frame["positive"]) + list(frame["negative"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FirstP's crop note
+        ours = FirstP(folder, seed=0, device=device, dtype=args.dtype, verbose=False, batch_size=len(queries))
+    ours.model.batching = "input_order"
+    theirs = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1).to(device)
+    ours.model.train(), theirs.train()
+    margin = mean_margin_loss()
+
+    def backward(scores, model):
+        margin(scores.float().view(PAIRS_PER_QUERY, -1).T).backward()
+        model.zero_grad(set_to_none=True)
+
+    def tokenized():
+        return tokenizer(queries, documents, padding=True, truncation=True, max_length=512, return_tensors="pt")
+
+    params = [p for p in ours.model.parameters() if p.requires_grad]
+    optimizers = {kind: torch.optim.AdamW(params, lr=LR, **{kind: True}) for kind in ("foreach", "fused")}
+
+    def step(kind):
+        for p in params:
+            p.grad = torch.ones_like(p)
+        optimizers[kind].step()
+
+    def transformers_scores():
+        with torch.autocast(str(device).split(":")[0], dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+            return theirs(**tokenized().to(device)).logits
+
+    sides = {"fit's forward+backward": lambda: backward(ours.score_batch(queries, documents).scores, ours.model),
+             "transformers' forward+backward": lambda: backward(transformers_scores(), theirs),
+             "AdamW foreach": lambda: step("foreach"), "AdamW fused": lambda: step("fused")}
+    for side in sides.values():  # warm-up
+        side()
+    times = C.interleaved(sides, max(reps, 3) * 2)
+    ratios = [t / f for t, f in zip(times["transformers' forward+backward"], times["fit's forward+backward"])]
+    forward_backward = C.median(times["fit's forward+backward"])
+    shares = {kind: C.median(times[f"AdamW {kind}"]) / forward_backward for kind in ("foreach", "fused")}
+    rows = [["T1d", f"one step's forward and backward, {len(queries)} pairs in one forward padded to the longest: "
+                    f"transformers' model / fit's FirstP; rounds: {C.spread(ratios)}; one AdamW step over its "
+                    f"parameters: foreach (fit's on the CPU) {C.pct(shares['foreach'])} of it, fused (the peers') "
+                    f"{C.pct(shares['fused'])}", f"{C.median(ratios):.2f}x", "~1.0x",
+             abs(C.median(ratios) - 1) <= 0.05]]
+    clock = "CPU" if C.CLOCK == "cpu" else "wall"
+    text = C.table(["side", f"{clock} s per call (median)", "rounds"],
+                   [[name, C.median(values), " ".join(f"{v:.4f}" for v in values)] for name, values in times.items()],
+                   title="T1d: the parts of a step at the peers' batching")
     return rows, text
 
 

@@ -35,6 +35,18 @@ def test_the_trainer_and_window_rows_print_their_ratios(tmp_path):
     assert saved["commit"] and saved["machine"] and saved["seconds"] >= 0 and len(saved["rows"]) == 7
 
 
+def test_the_step_parts_row_compares_the_forward_and_backward_and_the_optimisers(tmp_path):
+    """T1d: where T1c's time goes, fit's forward and backward against transformers' model on the same
+    pairs, and the foreach and fused AdamW steps, each side timed in every round."""
+    out = run_benchmark("training", "--quick", "--rows", "T1d", "--results", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [row] = rows(out.stdout)["T1d"]
+    assert re.fullmatch(r"\d+\.\d\dx", row[2]) and row[3] == "~1.0x", row
+    assert re.search(r"foreach \(fit's on the CPU\) [\d.]+% of it, fused \(the peers'\) [\d.]+%", row[1]), row
+    for side in ("fit's forward+backward", "transformers' forward+backward", "AdamW foreach", "AdamW fused"):
+        assert re.search(rf"\| {re.escape(side)} +\| [\d.e-]+ +\| (0\.\d+ ){{5}}0\.\d+", out.stdout), side
+
+
 @pytest.mark.parametrize("checkpointing", ["0", "1"])
 def test_the_memory_child_reports_a_step(checkpointing, tmp_path, capsys):
     sys.path.insert(0, str(BENCHMARKS))
