@@ -341,6 +341,11 @@ def crossencoder_side(folder: str, frame, root: Path, record, queries: int, args
     return run
 
 
+def pair_inputs(tokenizer, queries: list[str], documents: list[str]):
+    """The peers' encoder input: every (query, document) pair in one batch, padded to the longest."""
+    return tokenizer(queries, documents, padding=True, truncation=True, max_length=512, return_tensors="pt")
+
+
 def transformers_side(folder: str, frame, root: Path, record, queries: int, args, device):
     """transformers' Trainer over AutoModelForSequenceClassification: a collator tokenizes each
     batch's pairs (padded to the longest), ``compute_loss`` is the averaged margin loss."""
@@ -353,8 +358,8 @@ def transformers_side(folder: str, frame, root: Path, record, queries: int, args
 
     def collate(batch):
         queries = [r["query"] for r in batch]
-        return dict(tokenizer(queries + queries, [r["positive"] for r in batch] + [r["negative"] for r in batch],
-                              padding=True, truncation=True, max_length=512, return_tensors="pt"))
+        return dict(pair_inputs(tokenizer, queries + queries,
+                                [r["positive"] for r in batch] + [r["negative"] for r in batch]))
 
     class MarginTrainer(Trainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -493,9 +498,6 @@ def step_parts_rows(folder: str, reps: int, args, device) -> tuple[list, str]:
         margin(scores.float().view(PAIRS_PER_QUERY, -1).T).backward()
         model.zero_grad(set_to_none=True)
 
-    def tokenized():
-        return tokenizer(queries, documents, padding=True, truncation=True, max_length=512, return_tensors="pt")
-
     params = [p for p in ours.model.parameters() if p.requires_grad]
     optimizers = {kind: torch.optim.AdamW(params, lr=LR, **{kind: True}) for kind in ("foreach", "fused")}
 
@@ -506,7 +508,7 @@ def step_parts_rows(folder: str, reps: int, args, device) -> tuple[list, str]:
 
     def transformers_scores():
         with torch.autocast(str(device).split(":")[0], dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
-            return theirs(**tokenized().to(device)).logits
+            return theirs(**pair_inputs(tokenizer, queries, documents).to(device)).logits
 
     sides = {"fit's forward+backward": lambda: backward(ours.score_batch(queries, documents).scores, ours.model),
              "transformers' forward+backward": lambda: backward(transformers_scores(), theirs),

@@ -77,8 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads of each kernel (2)")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
     args = parser.parse_args(argv)
-    if os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1":
-        raise SystemExit("PYTERRIER_LONGDOC_SAVE_TUTORIALS=1 would save these runs over the notebooks: unset it")
+    notebook_runner.refuse_saving()
     missing = [why for why in map(notebook_runner.missing_data, args.notebooks) if why]
     if missing:
         raise SystemExit("; ".join(missing))

@@ -41,12 +41,13 @@ def compare(name: str) -> dict:
 
 
 def main(argv=None) -> int:
+    from helpers import notebook_runner
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
     args = parser.parse_args(argv)
-    if os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1":
-        raise SystemExit("PYTERRIER_LONGDOC_SAVE_TUTORIALS=1 would save these runs over the notebooks: unset it")
+    notebook_runner.refuse_saving()
     os.environ.update(OTHER_KERNELS)  # the kernels started from here inherit them
     started = time.time()
     rows = [compare(name) for name in args.notebooks]

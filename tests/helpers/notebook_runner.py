@@ -66,9 +66,20 @@ def run_with_solutions(name, timeout: int):
     NotebookClient(notebook, timeout=timeout, startup_timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(TUTORIALS)}}).execute()
     notebook.cells = own
-    if os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1":
+    if saving():
         nbformat.write(notebook, TUTORIALS / f"{name}.ipynb")
     return notebook
+
+
+def saving() -> bool:
+    """Whether runs are saved over the notebooks (PYTERRIER_LONGDOC_SAVE_TUTORIALS=1)."""
+    return os.environ.get("PYTERRIER_LONGDOC_SAVE_TUTORIALS") == "1"
+
+
+def refuse_saving() -> None:
+    """For scripts that run notebooks to measure them, not to save them."""
+    if saving():
+        raise SystemExit("PYTERRIER_LONGDOC_SAVE_TUTORIALS=1 would save these runs over the notebooks: unset it")
 
 
 def missing_data(name) -> str | None:
