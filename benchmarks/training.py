@@ -27,8 +27,8 @@ Rows:
       cost of the loop itself
   T1d where T1c's time goes: one step's forward and backward of ``fit``'s FirstP against transformers'
       AutoModelForSequenceClassification on the same pairs (one forward padded to the longest): ~1.0x;
-      and one AdamW step over FirstP's parameters, foreach (``fit``'s on the CPU) against fused (the
-      peers'), each as a share of that forward and backward
+      and one AdamW step over FirstP's parameters, foreach against fused (``fit``'s and the peers'),
+      each as a share of that forward and backward
   (without the ``datasets`` package, e.g. on the GPU machine, the CrossEncoderTrainer and passage
   sides are skipped, and T1 compares with transformers' Trainer alone)
   T2  the passage stage (``train_passage_ranker``) against the same CrossEncoderTrainer run, whole
@@ -521,7 +521,7 @@ def step_parts_rows(folder: str, reps: int, args, device) -> tuple[list, str]:
     shares = {kind: C.median(times[f"AdamW {kind}"]) / forward_backward for kind in ("foreach", "fused")}
     rows = [["T1d", f"one step's forward and backward, {len(queries)} pairs in one forward padded to the longest: "
                     f"transformers' model / fit's FirstP; rounds: {C.spread(ratios)}; one AdamW step over its "
-                    f"parameters: foreach (fit's on the CPU) {C.pct(shares['foreach'])} of it, fused (the peers') "
+                    f"parameters: foreach {C.pct(shares['foreach'])} of it, fused (fit's and the peers') "
                     f"{C.pct(shares['fused'])}", f"{C.median(ratios):.2f}x", "~1.0x",
              abs(C.median(ratios) - 1) <= 0.05]]
     clock = "CPU" if C.CLOCK == "cpu" else "wall"

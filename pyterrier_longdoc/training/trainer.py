@@ -165,7 +165,7 @@ class Trainer(CheckpointedRun):
         head = [p for name, p in self.model.named_parameters() if not name.startswith("encoder.") and p.requires_grad]
         encoder = [p for p in self.model.encoder.parameters() if p.requires_grad]
         self.optimizer = adamw([{"params": encoder, "lr": args.lr}, {"params": head, "lr": args.head_lr}],
-                               args.weight_decay, reranker.device)
+                               args.weight_decay)
         self.criterion = make_loss(args.loss)
         self.first_epoch = self.epoch_instances(0)
         self.steps_per_epoch = math.ceil(len(self.first_epoch) / args.queries_per_step)
@@ -308,16 +308,17 @@ class Trainer(CheckpointedRun):
         return history
 
 
-def adamw(groups: list[dict], weight_decay: float, device: torch.device) -> torch.optim.AdamW:
-    """AdamW with torch's fused kernel on a GPU, as transformers' Trainer uses by default; on the CPU the
-    foreach one, a few kernels for all the parameters instead of a dozen per tensor, which computes
-    exactly the per-tensor loop's numbers, so the recorded runs of the demo and the tutorials stand.
-    The CPU's fused kernel is faster still (``benchmarks/training.py``, row T1c: 0.97x the faster peer
-    at the peers' batching, against 0.88x with the loop) but rounds otherwise: a trained model's scores
-    move by float noise, which would move the recorded runs; it waits until they are recorded again."""
-    if device.type == "cuda":
+def adamw(groups: list[dict], weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with torch's fused kernel, as transformers' Trainer and sentence-transformers'
+    CrossEncoderTrainer use by default: one pass over all the parameters (on the CPU too, where the
+    foreach kernel took 2.9% of a step's forward and backward and the fused one 1.0%:
+    ``benchmarks/training.py``, row T1d). It rounds otherwise than the per-tensor loop, by float noise
+    (``tests/training/test_training.py``). Where torch has no fused kernel for the device or the
+    parameters' dtype (on the CPU before torch 2.4), the foreach one."""
+    try:
         return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=True)
-    return torch.optim.AdamW(groups, weight_decay=weight_decay, foreach=True)
+    except RuntimeError:  # torch refuses fused=True for parameters it has no kernel for
+        return torch.optim.AdamW(groups, weight_decay=weight_decay, foreach=True)
 
 
 def grad_scaler(reranker: Scorer) -> torch.amp.GradScaler | None:
