@@ -310,11 +310,11 @@ class Trainer(CheckpointedRun):
 
 def adamw(groups: list[dict], weight_decay: float) -> torch.optim.AdamW:
     """AdamW with torch's fused kernel, as transformers' Trainer and sentence-transformers'
-    CrossEncoderTrainer use by default: one pass over all the parameters (on the CPU too, where the
-    foreach kernel took 2.9% of a step's forward and backward and the fused one 1.0%:
-    ``benchmarks/training.py``, row T1d). It rounds otherwise than the per-tensor loop, by float noise
-    (``tests/training/test_training.py``). Where torch has no fused kernel for the device or the
-    parameters' dtype (on the CPU before torch 2.4), the foreach one."""
+    CrossEncoderTrainer use by default: one pass over all the parameters, on the CPU too, where it
+    takes about a third of the foreach kernel's time (``benchmarks/training.py``, row T1d). It rounds
+    otherwise than the per-tensor loop, by float noise (``tests/training/test_training.py``). Where
+    torch has no fused kernel for the device or the parameters' dtype (the CPU before torch 2.4), the
+    foreach one."""
     try:
         return torch.optim.AdamW(groups, weight_decay=weight_decay, fused=True)
     except RuntimeError:  # torch refuses fused=True for parameters it has no kernel for
