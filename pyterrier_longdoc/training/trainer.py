@@ -311,7 +311,7 @@ class Trainer(CheckpointedRun):
 def adamw(groups: list[dict], weight_decay: float) -> torch.optim.AdamW:
     """AdamW with torch's fused kernel, as transformers' Trainer and sentence-transformers'
     CrossEncoderTrainer use by default: one pass over all the parameters, on the CPU too, where it
-    takes about a third of the foreach kernel's time (``benchmarks/training.py``, row T1d). It rounds
+    takes less than half the foreach kernel's time (``benchmarks/training.py``, row T1d). It rounds
     otherwise than the per-tensor loop, by float noise (``tests/training/test_training.py``). Where
     torch has no fused kernel for the device or the parameters' dtype (the CPU before torch 2.4), the
     foreach one."""
