@@ -314,14 +314,14 @@ def test_the_cpus_fused_adamw_trains_the_loops_model_within_float_noise(tiny_ber
     import pyterrier_longdoc.training.trainer as trainer
 
     topics, qrels, candidates = toy_task()
+    kernels = {"loop": dict(foreach=False), "foreach": dict(foreach=True), "fused": dict(fused=True)}
     scores = {}
-    for kind in ("loop", "foreach", "fused", "library"):
+    for kind in (*kernels, "library"):
         if kind == "library":
             monkeypatch.undo()
         else:
             monkeypatch.setattr(trainer, "adamw", lambda groups, decay, kind=kind: torch.optim.AdamW(
-                groups, weight_decay=decay, **{"loop": {"foreach": False}, "foreach": {"foreach": True},
-                                               "fused": {"fused": True}}[kind]))
+                groups, weight_decay=decay, **kernels[kind]))
         model = new_model(tiny_bert)
         model.fit(topics, qrels, candidates, **FAST, seed=0)
         scores[kind] = model(candidates)["score"].to_numpy()
